@@ -1,0 +1,23 @@
+import { fromKnex, type PgBoss } from 'pg-boss'
+import type { Knex } from 'knex'
+import type { JobSender } from '../lib/context.js'
+import { QUEUES } from './contracts.js'
+
+/** Creates every queue of the contract (idempotent: createQueue twice is fine). */
+export async function createQueues (boss: PgBoss): Promise<void> {
+  for (const q of QUEUES) await boss.createQueue(q.name, { ...q.options })
+}
+
+/** A JobSender over pg-boss that sends inside the caller's knex transaction when given one. */
+export function pgBossSender (boss: PgBoss): JobSender {
+  return {
+    async send (queue, payload, opts) {
+      const db = opts.db as Knex
+      await boss.send(queue, payload, {
+        ...(db.isTransaction ? { db: fromKnex(db as Knex.Transaction) } : {}),
+        ...(opts.singletonKey !== undefined ? { singletonKey: opts.singletonKey } : {}),
+        ...(opts.startAfterSeconds !== undefined ? { startAfter: opts.startAfterSeconds } : {})
+      })
+    }
+  }
+}

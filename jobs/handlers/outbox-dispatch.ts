@@ -1,0 +1,20 @@
+import type { Job } from 'pg-boss'
+import type { Db } from '../../lib/db.js'
+import type { Logger } from '../../lib/log.js'
+import * as outbox from '../../lib/outbox/index.js'
+import type { OutboxDispatchPayload } from '../contracts.js'
+
+/** Consumers of domain events; the automation engine adds itself here. */
+export const outboxConsumers: outbox.OutboxConsumer[] = []
+
+/** Delivers pending outbox events until none are left (or a batch makes no progress). */
+export async function handleOutboxDispatch (db: Db, log: Logger, jobs: Array<Job<OutboxDispatchPayload>>): Promise<void> {
+  for (const job of jobs) {
+    const jlog = log.child({ queue: job.name, jobId: job.id })
+    for (;;) {
+      const r = await outbox.claimAndDeliver(db, outboxConsumers, 200, job.data?.tenantId)
+      jlog.debug(r, 'outbox batch')
+      if (r.delivered === 0 || r.pending === 0) break
+    }
+  }
+}

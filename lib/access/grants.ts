@@ -1,0 +1,62 @@
+// Built-in role grants (CONTRACT "Authentication and roles"). Pure functions, unit-tested.
+
+export const RESOURCES = ['objects', 'relations', 'objectTypes', 'workflows', 'rules', 'layers', 'automationRules', 'auditLogs', 'policy', 'license'] as const
+export type Resource = typeof RESOURCES[number]
+export const ACTIONS = ['read', 'write', 'transition', 'publish', 'execute'] as const
+export type Action = typeof ACTIONS[number]
+export type Permissions = Partial<Record<Resource, Action[]>>
+export type RoleGrants = Partial<Record<Resource, Action[]>>
+
+export const BUILT_IN_ROLES = ['owner', 'admin', 'operator', 'viewer'] as const
+
+const viewer: RoleGrants = {
+  objects: ['read'], relations: ['read'], objectTypes: ['read'], workflows: ['read'], rules: ['read'], layers: ['read']
+}
+const operator: RoleGrants = {
+  ...viewer,
+  objects: ['read', 'write', 'transition'],
+  relations: ['read', 'write'],
+  automationRules: ['read']
+}
+const design: Action[] = ['read', 'write', 'publish']
+const admin: RoleGrants = {
+  ...operator,
+  objectTypes: design, workflows: design, rules: design, layers: design,
+  automationRules: ['read', 'write', 'publish', 'execute'],
+  auditLogs: ['read'], policy: ['read'], license: ['read']
+}
+const owner: RoleGrants = { ...admin, policy: ['read', 'write'], license: ['read', 'write'] }
+
+export const DEFAULT_GRANTS: Readonly<Record<string, RoleGrants>> = Object.freeze({
+  owner, admin, operator, viewer,
+  // A role of its own: licenses and the `_system` audit chain, nothing else.
+  system_admin: { license: ['read', 'write'] }
+})
+
+/**
+ * Effective permissions: the union of each role's grants (a tenant policy may replace a role's
+ * grants or define custom roles), then narrowed by `scope` ("resource:action ...") when present.
+ */
+export function computePermissions (roles: readonly string[], scope: string | null, policy: Record<string, RoleGrants> = {}): Permissions {
+  const out: Permissions = {}
+  for (const role of roles) {
+    const grants = policy[role] ?? DEFAULT_GRANTS[role] ?? {}
+    for (const [res, actions] of Object.entries(grants) as Array<[Resource, Action[]]>) {
+      const set = new Set(out[res] ?? [])
+      for (const a of actions) set.add(a)
+      out[res] = [...set]
+    }
+  }
+  if (scope === null) return out
+  const allowed = new Set(scope.split(/\s+/).filter(Boolean))
+  const narrowed: Permissions = {}
+  for (const [res, actions] of Object.entries(out) as Array<[Resource, Action[]]>) {
+    const kept = actions.filter(a => allowed.has(`${res}:${a}`) || allowed.has(`${res}:*`))
+    if (kept.length > 0) narrowed[res] = kept
+  }
+  return narrowed
+}
+
+export function can (permissions: Permissions, resource: Resource, action: Action): boolean {
+  return permissions[resource]?.includes(action) ?? false
+}

@@ -1,0 +1,23 @@
+import type { ServiceContext } from '../context.js'
+import { AppError } from '../errors.js'
+import * as audit from '../audit/index.js'
+import { can, type Action, type Resource } from './grants.js'
+
+export * from './grants.js'
+export * from './tokens.js'
+
+/**
+ * Throws FORBIDDEN unless the caller holds `resource:action`. A denial is written to the audit
+ * chain (permission.denied) in its own transaction before the error propagates.
+ */
+export async function authorize (ctx: ServiceContext, resource: Resource, action: Action): Promise<void> {
+  if (can(ctx.permissions, resource, action)) return
+  await audit.recordForContext(ctx, {
+    type: 'permission.denied',
+    resourceType: resource,
+    resourceId: null,
+    data: { resource, action, roles: ctx.actor.roles }
+  })
+  const held = ctx.actor.roles.length > 0 ? `you have ${ctx.actor.roles.join(', ')}` : 'your token has no roles'
+  throw new AppError('FORBIDDEN', `requires ${resource}:${action}; ${held}`, { resource, action })
+}

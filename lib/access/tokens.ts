@@ -1,0 +1,52 @@
+import jwt from 'jsonwebtoken'
+import type { Config } from '../config.js'
+
+export const TENANT_RE = /^[A-Za-z0-9._-]{1,64}$/
+export const SYSTEM_TENANT = '_system'
+
+export interface Identity {
+  sub: string
+  tenant: string
+  roles: string[]
+  scope: string | null
+}
+
+export type TokenCheck =
+  | { ok: true, identity: Identity }
+  /** `auditTenant`: the token's tenant when its signature verified (e.g. expired), else `_system`. */
+  | { ok: false, reason: string, auditTenant: string, sub: string | null }
+
+/** SPEC section 5 + CONTRACT: HS256 only; iss/aud when configured; sub and tenant required. */
+export function verifyAccessToken (auth: Config['auth'], token: string | null): TokenCheck {
+  const fail = (reason: string, auditTenant = SYSTEM_TENANT, sub: string | null = null): TokenCheck => ({ ok: false, reason, auditTenant, sub })
+  if (token === null || token === '') return fail('missing bearer token')
+  let claims: jwt.JwtPayload
+  try {
+    const decoded = jwt.verify(token, auth.jwtSecret, {
+      algorithms: ['HS256'],
+      ...(auth.issuer !== null ? { issuer: auth.issuer } : {}),
+      ...(auth.audience !== null ? { audience: auth.audience } : {})
+    })
+    if (typeof decoded === 'string') return fail('token payload is not a JSON object')
+    claims = decoded
+  } catch (err) {
+    if (err instanceof jwt.TokenExpiredError) {
+      // The signature verified before the expiry check, so the tenant claim can be trusted for audit.
+      const p = jwt.decode(token, { json: true })
+      const tenant = typeof p?.tenant === 'string' && TENANT_RE.test(p.tenant) ? p.tenant : SYSTEM_TENANT
+      return fail('token expired', tenant, typeof p?.sub === 'string' ? p.sub : null)
+    }
+    return fail(err instanceof Error ? err.message : 'invalid token')
+  }
+  const tenant = claims.tenant
+  if (typeof tenant !== 'string' || !TENANT_RE.test(tenant)) return fail('token has no valid tenant claim')
+  if (typeof claims.sub !== 'string' || claims.sub === '') return fail('token has no sub claim', tenant)
+  const roles = claims.roles ?? []
+  if (!Array.isArray(roles) || !roles.every(r => typeof r === 'string')) return fail('roles claim must be an array of strings', tenant, claims.sub)
+  if (claims.scope !== undefined && typeof claims.scope !== 'string') return fail('scope claim must be a string', tenant, claims.sub)
+  return { ok: true, identity: { sub: claims.sub, tenant, roles, scope: claims.scope ?? null } }
+}
+
+export function anonymousIdentity (auth: Config['auth']): Identity {
+  return { sub: 'anonymous', tenant: auth.defaultTenant, roles: ['owner'], scope: null }
+}

@@ -1,0 +1,101 @@
+import type { Db, Tx } from '../db.js'
+import { withTransaction } from '../db.js'
+import { GENESIS_HASH, eventHash } from './hash.js'
+import * as sql from './sql.js'
+
+const BATCH = 1000
+
+/**
+ * Gives every pending (unsequenced) event of a tenant its sequence and hash, in arrival order,
+ * under the tenant's head lock. Invariants: the sequence continues from the head with no gap, and
+ * only the head-lock holder assigns sequences, so the chain cannot fork (the unique index on
+ * (tenant_id, sequence) backs this up). Inside a write's transaction (sync mode) it also sequences
+ * that write's own events; on the pool it runs in its own transaction (async mode).
+ */
+export async function sequencePending (db: Db | Tx, tenantId: string): Promise<number> {
+  let total = 0
+  for (;;) {
+    const n = await withTransaction(db, tx => sequenceBatch(tx, tenantId))
+    total += n
+    if (n < BATCH || db.isTransaction) return total
+  }
+}
+
+async function sequenceBatch (tx: Tx, tenantId: string): Promise<number> {
+  const head = await sql.lockHead(tx, tenantId, GENESIS_HASH)
+  const rows = await sql.pendingEvents(tx, tenantId, BATCH)
+  if (rows.length === 0) return 0
+  let { sequence, hash } = head
+  const assigned = rows.map(r => {
+    sequence += 1
+    const previousHash = hash
+    hash = eventHash(previousHash, {
+      sequence,
+      type: r.type,
+      actor: r.actor,
+      resourceType: r.resource_type,
+      resourceId: r.resource_id,
+      data: r.data,
+      occurredAt: r.occurred_at.toISOString()
+    })
+    return { id: r.id, sequence, previousHash, hash }
+  })
+  await sql.assignSequences(tx, assigned)
+  await sql.moveHead(tx, tenantId, sequence, hash)
+  return rows.length
+}
+
+/**
+ * Coalesces "sequence this tenant" requests within one process: at most one run per tenant is in
+ * flight, and a request that arrives during a run causes exactly one more run after it (the run in
+ * flight may have read the pending rows before the new event committed).
+ */
+export class Sequencer {
+  private running = new Map<string, Promise<void>>()
+  private again = new Set<string>()
+  private timer: NodeJS.Timeout | null = null
+
+  constructor (private readonly db: Db, private readonly onError: (err: unknown) => void) {}
+
+  kick (tenantId: string): Promise<void> {
+    const inFlight = this.running.get(tenantId)
+    if (inFlight) {
+      this.again.add(tenantId)
+      return inFlight
+    }
+    const run = (async () => {
+      try {
+        do {
+          this.again.delete(tenantId)
+          await sequencePending(this.db, tenantId)
+        } while (this.again.has(tenantId))
+      } catch (err) {
+        this.onError(err)
+      } finally {
+        this.running.delete(tenantId)
+      }
+    })()
+    this.running.set(tenantId, run)
+    return run
+  }
+
+  /** Backstop sweep for events whose kick was lost (a process that died after commit). */
+  startSweeping (intervalMs = 500): void {
+    this.timer = setInterval(() => { void this.sweep() }, intervalMs)
+    this.timer.unref()
+  }
+
+  async sweep (): Promise<void> {
+    try {
+      const tenants = await sql.tenantsWithPending(this.db)
+      await Promise.all(tenants.map(t => this.kick(t)))
+    } catch (err) {
+      this.onError(err)
+    }
+  }
+
+  async stop (): Promise<void> {
+    if (this.timer) clearInterval(this.timer)
+    await Promise.all(this.running.values())
+  }
+}

@@ -1,0 +1,67 @@
+import type { Queryable, Tx } from '../db.js'
+
+export interface AuditRow {
+  id: string
+  arrival: number
+  tenant_id: string
+  sequence: number | null
+  type: string
+  actor: { sub: string, roles: string[] } | null
+  resource_type: string | null
+  resource_id: string | null
+  data: unknown
+  occurred_at: Date
+  previous_hash: string | null
+  hash: string | null
+}
+
+export interface NewAuditEvent {
+  type: string
+  resourceType: string | null
+  resourceId: string | null
+  data: unknown
+}
+
+// occurred_at is truncated to milliseconds: the hash covers its ISO form, which has ms precision.
+export async function insertEvents (db: Queryable, tenantId: string, actor: object | null, events: NewAuditEvent[]): Promise<void> {
+  if (events.length === 0) return
+  await db('audit_events').insert(events.map(e => ({
+    tenant_id: tenantId,
+    type: e.type,
+    actor: actor === null ? null : JSON.stringify(actor),
+    resource_type: e.resourceType,
+    resource_id: e.resourceId,
+    data: JSON.stringify(e.data ?? {}),
+    occurred_at: db.raw("date_trunc('milliseconds', clock_timestamp())")
+  })))
+}
+
+/** Locks the tenant's chain head (creating it at genesis). Held until the transaction ends. */
+export async function lockHead (tx: Tx, tenantId: string, genesis: string): Promise<{ sequence: number, hash: string }> {
+  await tx.raw('INSERT INTO audit_heads (tenant_id, sequence, hash) VALUES (?, 0, ?) ON CONFLICT (tenant_id) DO NOTHING', [tenantId, genesis])
+  const row = await tx('audit_heads').where({ tenant_id: tenantId }).forUpdate().first('sequence', 'hash')
+  return { sequence: Number(row.sequence), hash: row.hash }
+}
+
+// Uses audit_events_pending (partial index on unsequenced rows).
+export async function pendingEvents (tx: Tx, tenantId: string, limit: number): Promise<AuditRow[]> {
+  return tx('audit_events').where({ tenant_id: tenantId }).whereNull('sequence').orderBy('arrival').limit(limit).select('*')
+}
+
+export async function assignSequences (tx: Tx, rows: Array<{ id: string, sequence: number, previousHash: string, hash: string }>): Promise<void> {
+  if (rows.length === 0) return
+  await tx.raw(`
+    UPDATE audit_events a SET sequence = v.sequence, previous_hash = v.previous_hash, hash = v.hash
+    FROM jsonb_to_recordset(?::jsonb) AS v(id uuid, sequence bigint, previous_hash text, hash text)
+    WHERE a.id = v.id`, [JSON.stringify(rows.map(r => ({ id: r.id, sequence: r.sequence, previous_hash: r.previousHash, hash: r.hash })))])
+}
+
+export async function moveHead (tx: Tx, tenantId: string, sequence: number, hash: string): Promise<void> {
+  await tx('audit_heads').where({ tenant_id: tenantId }).update({ sequence, hash, updated_at: tx.fn.now() })
+}
+
+export async function tenantsWithPending (db: Queryable, limit = 100): Promise<string[]> {
+  const rows = await db.raw(`
+    SELECT DISTINCT tenant_id FROM audit_events WHERE sequence IS NULL LIMIT ?`, [limit])
+  return rows.rows.map((r: { tenant_id: string }) => r.tenant_id)
+}

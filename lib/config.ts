@@ -1,0 +1,147 @@
+// Configuration is parsed once, from a plain env object, into a frozen typed value.
+// Nothing else in the code base reads process.env (tests pass literal objects).
+
+export type LogLevel = 'error' | 'warn' | 'info' | 'debug'
+
+export interface Config {
+  port: number
+  databaseUrl: string
+  auth: {
+    jwtSecret: string
+    issuer: string | null
+    audience: string | null
+    defaultTenant: string
+    disabled: boolean
+  }
+  rateLimit: { ttlSeconds: number, limit: number }
+  layerCacheTtlSeconds: number
+  license: {
+    publicKey: string | null
+    key: string | null
+    storageSecret: string | null
+    expiringSoonDays: number
+  }
+  redisUrl: string | null
+  logLevel: LogLevel
+  maxBodyBytes: number
+  metricsToken: string | null
+  webhookAllowPrivateNetworks: boolean
+  /** `async` sequences audit events after commit; `sync` takes the chain head lock inside the write. */
+  auditSequencing: 'async' | 'sync'
+  release: string
+}
+
+/** A bad or missing variable: `variable` names it, `message` says how to fix it. */
+export class ConfigError extends Error {
+  constructor (readonly variable: string, message: string) {
+    super(`${variable}: ${message}`)
+  }
+}
+
+type Env = Record<string, string | undefined>
+
+function str (env: Env, name: string): string | null {
+  const v = env[name]
+  return v === undefined || v.trim() === '' ? null : v
+}
+
+function int (env: Env, name: string, def: number, min: number, max = Number.MAX_SAFE_INTEGER): number {
+  const raw = str(env, name)
+  if (raw === null) return def
+  if (!/^\d+$/.test(raw.trim())) throw new ConfigError(name, `must be a whole number, got "${raw}"`)
+  const n = Number(raw)
+  if (n < min || n > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${n}`)
+  return n
+}
+
+function bool (env: Env, name: string, def: boolean): boolean {
+  const raw = str(env, name)
+  if (raw === null) return def
+  const v = raw.trim().toLowerCase()
+  if (v === 'true' || v === '1') return true
+  if (v === 'false' || v === '0') return false
+  throw new ConfigError(name, `must be true or false, got "${raw}"`)
+}
+
+function oneOf<T extends string> (env: Env, name: string, allowed: readonly T[], def: T): T {
+  const raw = str(env, name)
+  if (raw === null) return def
+  const v = raw.trim().toLowerCase() as T
+  if (!allowed.includes(v)) throw new ConfigError(name, `must be one of ${allowed.join(', ')}, got "${raw}"`)
+  return v
+}
+
+function url (env: Env, name: string, protocols: string[]): string | null {
+  const raw = str(env, name)
+  if (raw === null) return null
+  let parsed: URL
+  try { parsed = new URL(raw) } catch { throw new ConfigError(name, 'is not a valid URL') }
+  if (!protocols.includes(parsed.protocol)) {
+    throw new ConfigError(name, `must start with ${protocols.map(p => p + '//').join(' or ')}`)
+  }
+  return raw
+}
+
+const TENANT_RE = /^[A-Za-z0-9._-]{1,64}$/
+
+export function loadConfig (env: Env, release = '0.0.0'): Readonly<Config> {
+  const disabled = bool(env, 'AUTH_DISABLED', false)
+  const databaseUrl = url(env, 'DATABASE_URL', ['postgres:', 'postgresql:'])
+  if (databaseUrl === null) throw new ConfigError('DATABASE_URL', 'is required, e.g. postgres://postgres@127.0.0.1:5432/spatial')
+  const jwtSecret = str(env, 'AUTH_JWT_SECRET') ?? ''
+  if (!disabled && jwtSecret.length < 32) {
+    throw new ConfigError('AUTH_JWT_SECRET', jwtSecret === '' ? 'is required (at least 32 characters)' : `must be at least 32 characters, got ${jwtSecret.length}`)
+  }
+  const defaultTenant = str(env, 'AUTH_DEFAULT_TENANT') ?? 'default'
+  if (!TENANT_RE.test(defaultTenant)) throw new ConfigError('AUTH_DEFAULT_TENANT', 'must be 1 to 64 of A-Za-z0-9._-')
+  const publicKey = str(env, 'LICENSE_PUBLIC_KEY')
+  if (publicKey !== null && !publicKey.includes('BEGIN PUBLIC KEY')) {
+    throw new ConfigError('LICENSE_PUBLIC_KEY', 'must be an RSA public key in PEM form (-----BEGIN PUBLIC KEY-----)')
+  }
+  const storageSecret = str(env, 'LICENSE_STORAGE_SECRET')
+  if (storageSecret !== null && storageSecret.length < 32) {
+    throw new ConfigError('LICENSE_STORAGE_SECRET', 'must be at least 32 characters')
+  }
+  const metricsToken = str(env, 'METRICS_TOKEN')
+  if (metricsToken !== null && metricsToken.length < 16) throw new ConfigError('METRICS_TOKEN', 'must be at least 16 characters')
+
+  return Object.freeze({
+    port: int(env, 'PORT', 3000, 0, 65535),
+    databaseUrl,
+    auth: Object.freeze({
+      jwtSecret,
+      issuer: str(env, 'AUTH_JWT_ISSUER'),
+      audience: str(env, 'AUTH_JWT_AUDIENCE'),
+      defaultTenant,
+      disabled
+    }),
+    rateLimit: Object.freeze({ ttlSeconds: int(env, 'RATE_LIMIT_TTL', 60, 1), limit: int(env, 'RATE_LIMIT_LIMIT', 120, 1) }),
+    layerCacheTtlSeconds: int(env, 'LAYER_CACHE_TTL_SECONDS', 3600, 0),
+    license: Object.freeze({
+      publicKey,
+      key: str(env, 'LICENSE_KEY'),
+      storageSecret,
+      expiringSoonDays: int(env, 'LICENSE_EXPIRING_SOON_DAYS', 30, 0)
+    }),
+    redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
+    logLevel: oneOf(env, 'LOG_LEVEL', ['error', 'warn', 'info', 'debug'] as const, 'info'),
+    maxBodyBytes: int(env, 'MAX_BODY_BYTES', 1024 * 1024, 1024),
+    metricsToken,
+    webhookAllowPrivateNetworks: bool(env, 'WEBHOOK_ALLOW_PRIVATE_NETWORKS', false),
+    auditSequencing: oneOf(env, 'AUDIT_SEQUENCING', ['async', 'sync'] as const, 'async'),
+    release
+  })
+}
+
+/** Entry points call this: a bad value ends the process with one line naming the variable. */
+export function loadConfigOrExit (env: Env, release: string): Readonly<Config> {
+  try {
+    return loadConfig(env, release)
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`configuration error: ${err.message}\n`)
+      process.exit(1)
+    }
+    throw err
+  }
+}

@@ -1,0 +1,36 @@
+import type { Config } from './config.js'
+import type { Db, Queryable } from './db.js'
+import type { Logger } from './log.js'
+import type { Permissions } from './access/grants.js'
+
+export interface Actor {
+  sub: string
+  roles: string[]
+}
+
+/** Sends a typed job, inside `db`'s transaction when it is one (so a rollback enqueues nothing). */
+export interface JobSender {
+  send (queue: string, payload: object, opts: { db: Queryable, singletonKey?: string, startAfterSeconds?: number }): Promise<void>
+}
+
+/** Sequences a tenant's pending audit events soon after a commit (lib/audit Sequencer). */
+export interface AuditKicker {
+  kick (tenantId: string): Promise<void>
+}
+
+/**
+ * What every lib operation receives. Built per request by the server, per job by the worker.
+ * `db` is the pool; operations open their own transactions through lib/pipeline or withTransaction.
+ */
+export interface ServiceContext {
+  tenantId: string
+  actor: Actor
+  scope: string | null
+  permissions: Permissions
+  requestId: string
+  log: Logger
+  db: Db
+  config: Readonly<Config>
+  jobs: JobSender | null
+  sequencer: AuditKicker | null
+}

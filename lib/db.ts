@@ -1,0 +1,76 @@
+import knexFactory, { type Knex } from 'knex'
+import pg from 'pg'
+import { AppError } from './errors.js'
+import { dbQueryDuration } from './metrics.js'
+
+export type Db = Knex
+export type Tx = Knex.Transaction
+/** A pool or an open transaction: lib functions that only read accept either. */
+export type Queryable = Knex | Knex.Transaction
+
+// node-postgres returns int8 (count(*), bigserial) as strings; our counts fit in a double.
+pg.types.setTypeParser(20, (v: string) => Number(v))
+
+export function createDb (databaseUrl: string, opts: { poolMax?: number } = {}): Db {
+  const db = knexFactory({
+    client: 'pg',
+    connection: databaseUrl,
+    pool: { min: 0, max: opts.poolMax ?? 20 },
+    acquireConnectionTimeout: 10_000
+  })
+  instrument(db)
+  return db
+}
+
+/** database_query_duration_seconds, labelled by the statement's first keyword. */
+function instrument (db: Db): void {
+  const started = new Map<string, bigint>()
+  db.on('query', (q: { __knexQueryUid?: string }) => {
+    if (q.__knexQueryUid) started.set(q.__knexQueryUid, process.hrtime.bigint())
+  })
+  const finish = (_err: unknown, q: { __knexQueryUid?: string, sql?: string }) => {
+    const uid = q.__knexQueryUid
+    if (!uid) return
+    const t0 = started.get(uid)
+    started.delete(uid)
+    if (t0 === undefined) return
+    const op = (/^\s*(?:with\b[\s\S]*?\)\s*)?(\w+)/i.exec(q.sql ?? '')?.[1] ?? 'other').toLowerCase()
+    dbQueryDuration.observe({ operation: op }, Number(process.hrtime.bigint() - t0) / 1e9)
+  }
+  db.on('query-response', (_res: unknown, q: { __knexQueryUid?: string, sql?: string }) => finish(null, q))
+  db.on('query-error', (err: unknown, q: { __knexQueryUid?: string, sql?: string }) => finish(err, q))
+}
+
+/** Runs `fn` in a transaction on `db`, or inside the caller's transaction when `db` is one. */
+export async function withTransaction<T> (db: Queryable, fn: (tx: Tx) => Promise<T>): Promise<T> {
+  if (db.isTransaction) return fn(db as Tx)
+  try {
+    return await (db as Knex).transaction(fn)
+  } catch (err) {
+    throw translatePgError(err)
+  }
+}
+
+/**
+ * The one place Postgres error codes become domain errors. Anything not listed stays as is and
+ * becomes a 500 without leaking SQL.
+ */
+export function translatePgError (err: unknown): unknown {
+  if (err instanceof AppError || typeof err !== 'object' || err === null) return err
+  const e = err as { code?: string, constraint?: string, detail?: string }
+  switch (e.code) {
+    case '23505': return new AppError('CONFLICT', 'a resource with the same unique key already exists', { constraint: e.constraint })
+    case '23503': return new AppError('VALIDATION_ERROR', 'a referenced resource does not exist', { field: e.constraint ?? 'reference', reason: 'does not exist' })
+    case '22P02': return new AppError('VALIDATION_ERROR', 'a value has the wrong form', { field: 'value', reason: 'invalid input syntax' })
+    case '40001': case '40P01': return new AppError('VERSION_CONFLICT', 'a concurrent change won; retry with the current version', {})
+    default: return err
+  }
+}
+
+const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+export function isUuid (s: string): boolean {
+  return UUID_RE.test(s)
+}
+
+/** Positional bindings for knex.raw. */
+export type Bindings = Knex.RawBinding[]

@@ -1,0 +1,31 @@
+// One error type for the domain. The codes are exactly CONTRACT's list; lib knows no HTTP
+// status: server/middleware/errors.ts (and the GraphQL formatter) map code -> status.
+
+export type ErrorCode =
+  | 'VALIDATION_ERROR' | 'BAD_REQUEST' | 'PRECONDITION_REQUIRED'
+  | 'UNAUTHORIZED' | 'FORBIDDEN' | 'GUARD_FAILED' | 'LICENSE_LIMIT_EXCEEDED' | 'LICENSE_EXPIRED' | 'FEATURE_DISABLED'
+  | 'NOT_FOUND' | 'VERSION_CONFLICT' | 'CONFLICT' | 'INVALID_TRANSITION'
+  | 'PAYLOAD_TOO_LARGE' | 'RATE_LIMITED' | 'INTERNAL_ERROR' | 'NOT_READY'
+
+export class AppError extends Error {
+  constructor (
+    readonly code: ErrorCode,
+    message: string,
+    readonly details: Record<string, unknown> = {}
+  ) {
+    super(message)
+    this.name = 'AppError'
+  }
+}
+
+export function validationError (field: string, reason: string, extra: Record<string, unknown> = {}): AppError {
+  return new AppError('VALIDATION_ERROR', `${field}: ${reason}`, { field, reason, ...extra })
+}
+
+export function notFound (resource: string, id: string): never {
+  throw new AppError('NOT_FOUND', `${resource} ${id} not found`, { resource, id })
+}
+
+export function isAppError (err: unknown): err is AppError {
+  return err instanceof AppError
+}

@@ -1,0 +1,76 @@
+// Structural GeoJSON geometry validation (RFC 7946 section 3.1), in WGS84.
+// Returns the first fault as {path, reason} with a path relative to the geometry.
+
+export const GEOMETRY_TYPES = ['Point', 'MultiPoint', 'LineString', 'MultiLineString', 'Polygon', 'MultiPolygon', 'GeometryCollection'] as const
+export type GeometryType = typeof GEOMETRY_TYPES[number]
+
+export interface Geometry { type: GeometryType, coordinates?: unknown, geometries?: Geometry[] }
+export interface GeoFault { path: string, reason: string }
+
+const MAX_COLLECTION_DEPTH = 4
+
+function position (p: unknown, path: string): GeoFault | null {
+  if (!Array.isArray(p) || p.length < 2 || p.length > 3) return { path, reason: 'must be a position [longitude, latitude] or [longitude, latitude, elevation]' }
+  for (const [i, v] of p.entries()) {
+    if (typeof v !== 'number' || !Number.isFinite(v)) return { path: `${path}[${i}]`, reason: 'must be a finite number' }
+  }
+  if (p[0] < -180 || p[0] > 180) return { path: `${path}[0]`, reason: 'longitude must be between -180 and 180' }
+  if (p[1] < -90 || p[1] > 90) return { path: `${path}[1]`, reason: 'latitude must be between -90 and 90' }
+  return null
+}
+
+function positions (ps: unknown, path: string, min: number, what: string): GeoFault | null {
+  if (!Array.isArray(ps)) return { path, reason: `must be an array of positions (${what})` }
+  if (ps.length < min) return { path, reason: `${what} needs at least ${min} positions` }
+  for (const [i, p] of ps.entries()) {
+    const f = position(p, `${path}[${i}]`)
+    if (f) return f
+  }
+  return null
+}
+
+function ring (r: unknown, path: string): GeoFault | null {
+  const f = positions(r, path, 4, 'a linear ring')
+  if (f) return f
+  const ps = r as number[][]
+  const a = ps[0]
+  const b = ps[ps.length - 1]
+  if (a.length !== b.length || a.some((v, i) => v !== b[i])) return { path, reason: 'linear ring must be closed (first and last positions equal)' }
+  return null
+}
+
+function each (xs: unknown, path: string, what: string, check: (x: unknown, p: string) => GeoFault | null, min = 1): GeoFault | null {
+  if (!Array.isArray(xs)) return { path, reason: `must be an array of ${what}` }
+  if (xs.length < min) return { path, reason: `needs at least ${min} ${what}` }
+  for (const [i, x] of xs.entries()) {
+    const f = check(x, `${path}[${i}]`)
+    if (f) return f
+  }
+  return null
+}
+
+export function validateGeometry (g: unknown, path = '', depth = 0): GeoFault | null {
+  if (g === null || typeof g !== 'object' || Array.isArray(g)) return { path, reason: 'must be a GeoJSON geometry object' }
+  const o = g as Record<string, unknown>
+  const type = o.type
+  if (typeof type !== 'string' || !(GEOMETRY_TYPES as readonly string[]).includes(type)) {
+    return { path: `${path}.type`, reason: `must be one of ${GEOMETRY_TYPES.join(', ')}` }
+  }
+  const allowed = type === 'GeometryCollection' ? ['type', 'geometries', 'bbox'] : ['type', 'coordinates', 'bbox']
+  const extra = Object.keys(o).find(k => !allowed.includes(k))
+  if (extra !== undefined) return { path: `${path}.${extra}`, reason: `is not a member of a ${type}` }
+  const c = o.coordinates
+  const cp = `${path}.coordinates`
+  switch (type) {
+    case 'Point': return position(c, cp)
+    case 'MultiPoint': return positions(c, cp, 1, 'a MultiPoint')
+    case 'LineString': return positions(c, cp, 2, 'a LineString')
+    case 'MultiLineString': return each(c, cp, 'LineStrings', (l, p) => positions(l, p, 2, 'a LineString'))
+    case 'Polygon': return each(c, cp, 'linear rings', ring)
+    case 'MultiPolygon': return each(c, cp, 'Polygons', (poly, p) => each(poly, p, 'linear rings', ring))
+    default: {
+      if (depth >= MAX_COLLECTION_DEPTH) return { path, reason: `GeometryCollections nest at most ${MAX_COLLECTION_DEPTH} deep` }
+      return each(o.geometries, `${path}.geometries`, 'geometries', (x, p) => validateGeometry(x, p, depth + 1), 0)
+    }
+  }
+}

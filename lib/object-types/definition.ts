@@ -1,0 +1,105 @@
+import { Ajv, type ValidateFunction } from 'ajv'
+import addFormatsModule from 'ajv-formats'
+import { ajvErrors } from '../validation.js'
+import { checkLogic, evaluateLogic, truthy } from '../jsonlogic.js'
+import { validateGeometry, type Geometry } from '../geo/geojson.js'
+import { validationError } from '../errors.js'
+
+const addFormats = addFormatsModule as unknown as { default: (ajv: Ajv) => Ajv }
+
+/** The versioned part of an object type: what draft -> sandbox -> published moves. */
+export interface TypeDefinition {
+  name: string
+  description: string | null
+  attributeSchema: Record<string, unknown> | null
+  geometry: { required: boolean, types: string[] }
+  validationRules: Array<{ name: string, rule: unknown, message: string }>
+  workflowId: string | null
+  publicIdTemplate: string | null
+}
+
+export interface Fault { field: string, reason: string }
+
+// Tenant schemas compile in their own instance: lax about unknown keywords (tenants write
+// `title`, `x-ui`...), but schemas that fail to compile are refused when the type is saved.
+const tenantAjv = new Ajv({ allErrors: true, strict: false, validateSchema: true })
+addFormats.default(tenantAjv)
+
+const TEMPLATE_TOKEN = /\{\{\s*([^}]*?)\s*\}\}/g
+const KNOWN_TOKEN = /^(seq(:\d{1,2})?|year|month|day|type\.key|attributes\.[A-Za-z0-9_.-]+)$/
+
+/** Checks a definition before it is saved; throws VALIDATION_ERROR naming the path. */
+export function checkDefinition (def: TypeDefinition): void {
+  if (def.attributeSchema !== null) {
+    if (def.attributeSchema.type !== 'object') throw validationError('attributeSchema.type', 'must be "object"')
+    try {
+      tenantAjv.compile(def.attributeSchema)
+    } catch (err) {
+      throw validationError('attributeSchema', `is not a valid JSON Schema: ${(err as Error).message}`)
+    }
+  }
+  def.validationRules.forEach((r, i) => {
+    const f = checkLogic(r.rule, `validationRules[${i}].rule`)
+    if (f) throw validationError(f.path, f.reason)
+  })
+  const names = def.validationRules.map(r => r.name)
+  const dup = names.find((n, i) => names.indexOf(n) !== i)
+  if (dup !== undefined) throw validationError('validationRules', `rule name "${dup}" is used twice`)
+  if (def.publicIdTemplate !== null) {
+    for (const m of def.publicIdTemplate.matchAll(TEMPLATE_TOKEN)) {
+      if (!KNOWN_TOKEN.test(m[1])) throw validationError('publicIdTemplate', `unknown token {{${m[1]}}}; use seq, seq:N, year, month, day, type.key or attributes.<name>`)
+    }
+  }
+}
+
+// Published versions never change, so their compiled validators are cached by (type, version).
+const published = new Map<string, ValidateFunction>()
+const MAX_CACHED = 2000
+
+function validatorFor (def: TypeDefinition, cacheKey: string | null): ValidateFunction | null {
+  if (def.attributeSchema === null) return null
+  if (cacheKey !== null) {
+    const hit = published.get(cacheKey)
+    if (hit) return hit
+  }
+  const v = tenantAjv.compile(def.attributeSchema)
+  if (cacheKey !== null) {
+    if (published.size >= MAX_CACHED) published.delete(published.keys().next().value as string)
+    published.set(cacheKey, v)
+  }
+  return v
+}
+
+export interface Candidate {
+  typeId: string
+  attributes: Record<string, unknown>
+  geometry: Geometry | null
+  workflowState: string | null
+}
+
+/**
+ * Every fault of a candidate object against a definition: attributes (ajv), geometry (valid
+ * GeoJSON, an allowed type, present when required), then the JsonLogic validation rules.
+ * `cacheKey` is set only for published (immutable) versions.
+ */
+export function validateCandidate (def: TypeDefinition, candidate: Candidate, cacheKey: string | null): Fault[] {
+  const faults: Fault[] = []
+  const validate = validatorFor(def, cacheKey)
+  if (validate && !validate(candidate.attributes)) faults.push(...ajvErrors(validate.errors, 'attributes'))
+  if (candidate.geometry === null) {
+    if (def.geometry.required) faults.push({ field: 'geometry', reason: 'is required by the object type' })
+  } else {
+    const g = validateGeometry(candidate.geometry, 'geometry')
+    if (g) faults.push({ field: g.path, reason: g.reason })
+    else if (def.geometry.types.length > 0 && !def.geometry.types.includes(candidate.geometry.type)) {
+      faults.push({ field: 'geometry.type', reason: `must be one of ${def.geometry.types.join(', ')}` })
+    }
+  }
+  if (faults.length > 0) return faults
+  for (const rule of def.validationRules) {
+    const r = evaluateLogic(rule.rule, candidate)
+    if (!r.ok) faults.push({ field: `validationRules.${rule.name}`, reason: `could not be evaluated: ${r.error}` })
+    else if (!truthy(r.value)) faults.push({ field: `validationRules.${rule.name}`, reason: rule.message })
+  }
+  return faults
+}

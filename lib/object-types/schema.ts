@@ -1,0 +1,121 @@
+import { Timestamp, Uuid, PagingQuery, envelope } from '../schemas.js'
+import { GEOMETRY_TYPES } from '../geo/geojson.js'
+
+export const TYPE_KEY_PATTERN = '^[a-z][a-z0-9_-]{0,62}$'
+
+const GeometryRules = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    required: { type: 'boolean', default: false },
+    types: { type: 'array', items: { type: 'string', enum: [...GEOMETRY_TYPES] }, uniqueItems: true, description: 'Allowed GeoJSON types; empty or absent allows all' }
+  }
+} as const
+
+const ValidationRule = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['name', 'rule', 'message'],
+  properties: {
+    name: { type: 'string', minLength: 1, maxLength: 100 },
+    rule: { type: 'object', description: 'JsonLogic over {typeId, attributes, geometry, workflowState}; truthy passes' },
+    message: { type: 'string', minLength: 1, maxLength: 500 }
+  }
+} as const
+
+const definitionFields = {
+  name: { type: 'string', minLength: 1, maxLength: 200 },
+  description: { type: 'string', maxLength: 2000, nullable: true },
+  attributeSchema: { type: 'object', description: 'JSON Schema (type object) for attributes', nullable: true },
+  geometry: GeometryRules,
+  validationRules: { type: 'array', items: ValidationRule, maxItems: 100 },
+  workflowId: { ...Uuid, nullable: true },
+  publicIdTemplate: { type: 'string', minLength: 1, maxLength: 200, nullable: true, example: 'PIPE-{{year}}-{{seq:5}}' }
+} as const
+
+export const CreateObjectTypeBody = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['key', 'name'],
+  properties: { key: { type: 'string', pattern: TYPE_KEY_PATTERN }, ...definitionFields }
+} as const
+
+export const PatchObjectTypeBody = {
+  type: 'object',
+  additionalProperties: false,
+  minProperties: 1,
+  properties: definitionFields
+} as const
+
+export const PublishBody = {
+  type: 'object',
+  additionalProperties: false,
+  properties: { to: { type: 'string', enum: ['sandbox', 'published'], default: 'published' } }
+} as const
+
+export const ValidateBody = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    attributes: { type: 'object' },
+    geometry: { type: 'object', nullable: true },
+    version: { type: 'integer', minimum: 1, description: 'Defaults to the latest version' }
+  }
+} as const
+
+export const ValidateResult = {
+  type: 'object',
+  required: ['valid', 'errors', 'version'],
+  properties: {
+    valid: { type: 'boolean' },
+    version: { type: 'integer' },
+    errors: { type: 'array', items: { type: 'object', properties: { field: { type: 'string' }, reason: { type: 'string' } } } }
+  }
+} as const
+
+export const ObjectTypeBody = {
+  type: 'object',
+  required: ['id', 'key', 'name', 'version', 'status', 'createdAt', 'updatedAt'],
+  properties: {
+    id: Uuid,
+    key: { type: 'string' },
+    ...definitionFields,
+    version: { type: 'integer', description: 'The latest version' },
+    status: { type: 'string', enum: ['draft', 'sandbox', 'published'], description: 'Status of the latest version' },
+    publishedVersion: { type: 'integer', nullable: true, description: 'The version objects validate against' },
+    createdAt: Timestamp,
+    updatedAt: Timestamp
+  }
+} as const
+
+export const ObjectTypeList = envelope(ObjectTypeBody)
+
+export const ListObjectTypesQuery = {
+  type: 'object',
+  additionalProperties: false,
+  properties: { ...PagingQuery, status: { type: 'string', enum: ['draft', 'sandbox', 'published'] }, key: { type: 'string' } }
+} as const
+
+export const SchemaRegistryBody = {
+  type: 'object',
+  required: ['entityType', 'entityId', 'versions'],
+  properties: {
+    entityType: { type: 'string', enum: ['object-types', 'workflows', 'rules', 'automation-rules'] },
+    entityId: Uuid,
+    versions: {
+      type: 'array',
+      items: {
+        type: 'object',
+        properties: {
+          version: { type: 'integer' },
+          status: { type: 'string' },
+          definition: { type: 'object' },
+          createdAt: Timestamp,
+          createdBy: { type: 'string', nullable: true },
+          sandboxAt: { ...Timestamp, nullable: true },
+          publishedAt: { ...Timestamp, nullable: true }
+        }
+      }
+    }
+  }
+} as const

@@ -1,0 +1,164 @@
+import type { ServiceContext } from '../context.js'
+import { AppError, notFound, validationError } from '../errors.js'
+import { isUuid } from '../db.js'
+import { parse } from '../validation.js'
+import { page, type Page } from '../schemas.js'
+import * as access from '../access/index.js'
+import { runWrite } from '../pipeline.js'
+import type { Geometry } from '../geo/geojson.js'
+import * as schema from './schema.js'
+import * as sql from './sql.js'
+import { checkDefinition, validateCandidate, type Fault, type TypeDefinition } from './definition.js'
+import { toObjectTypeDto, toRegistryVersion, type ObjectTypeDto } from './dto.js'
+
+type DefinitionInput = Partial<{
+  name: string
+  description: string | null
+  attributeSchema: Record<string, unknown> | null
+  geometry: { required?: boolean, types?: string[] }
+  validationRules: TypeDefinition['validationRules']
+  workflowId: string | null
+  publicIdTemplate: string | null
+}>
+
+/**
+ * Checks that a referenced workflow exists in the tenant. The workflows module registers the
+ * real check; until then no workflow can be referenced.
+ */
+export const references = {
+  workflowExists: async (_ctx: ServiceContext, _tx: unknown, _id: string): Promise<boolean> => false
+}
+
+function mergeDefinition (base: TypeDefinition | null, input: DefinitionInput): TypeDefinition {
+  return {
+    name: input.name ?? base?.name ?? '',
+    description: input.description !== undefined ? input.description : base?.description ?? null,
+    attributeSchema: input.attributeSchema !== undefined ? input.attributeSchema : base?.attributeSchema ?? null,
+    geometry: {
+      required: input.geometry?.required ?? base?.geometry.required ?? false,
+      types: input.geometry?.types ?? base?.geometry.types ?? []
+    },
+    validationRules: input.validationRules ?? base?.validationRules ?? [],
+    workflowId: input.workflowId !== undefined ? input.workflowId : base?.workflowId ?? null,
+    publicIdTemplate: input.publicIdTemplate !== undefined ? input.publicIdTemplate : base?.publicIdTemplate ?? null
+  }
+}
+
+async function checkReferences (ctx: ServiceContext, tx: unknown, def: TypeDefinition): Promise<void> {
+  if (def.workflowId !== null && !(await references.workflowExists(ctx, tx, def.workflowId))) {
+    throw validationError('workflowId', `workflow ${def.workflowId} does not exist in this tenant`)
+  }
+}
+
+function mustFind (t: sql.TypeWithLatest | null, id: string): sql.TypeWithLatest {
+  return t ?? notFound('object type', id)
+}
+
+function audited (type: string, t: { id: string, key: string }, data: Record<string, unknown>) {
+  return { audit: { type, resourceType: 'objectType', resourceId: t.id, data: { key: t.key, ...data } } }
+}
+
+export async function createObjectType (ctx: ServiceContext, body: unknown): Promise<ObjectTypeDto> {
+  const input = parse<DefinitionInput & { key: string }>(schema.CreateObjectTypeBody, body)
+  const def = mergeDefinition(null, input)
+  checkDefinition(def)
+  return runWrite(ctx, { resource: 'objectTypes', action: 'write', limit: 'object_type_count' }, async w => {
+    await checkReferences(ctx, w.tx, def)
+    const row = await sql.insertType(w.tx, ctx.tenantId, input.key)
+    await sql.insertVersion(w.tx, ctx.tenantId, row.id, 1, def, ctx.actor.sub)
+    w.record(audited('objectType.created', row, { version: 1 }))
+    return toObjectTypeDto(mustFind(await sql.findType(w.tx, ctx.tenantId, row.id), row.id))
+  })
+}
+
+export async function getObjectType (ctx: ServiceContext, id: string): Promise<ObjectTypeDto> {
+  await access.authorize(ctx, 'objectTypes', 'read')
+  if (!isUuid(id)) notFound('object type', id)
+  return toObjectTypeDto(mustFind(await sql.findType(ctx.db, ctx.tenantId, id), id))
+}
+
+export async function listObjectTypes (ctx: ServiceContext, q: { limit: number, offset: number, status?: string, key?: string }): Promise<Page<ObjectTypeDto>> {
+  await access.authorize(ctx, 'objectTypes', 'read')
+  const { rows, total } = await sql.listTypes(ctx.db, ctx.tenantId, q)
+  return page(rows.map(toObjectTypeDto), q.limit, q.offset, total)
+}
+
+/** Edits the latest version in place while draft/sandbox; a published latest gets a new draft N+1. */
+export async function patchObjectType (ctx: ServiceContext, id: string, body: unknown): Promise<ObjectTypeDto> {
+  const input = parse<DefinitionInput>(schema.PatchObjectTypeBody, body)
+  if (!isUuid(id)) notFound('object type', id)
+  return runWrite(ctx, { resource: 'objectTypes', action: 'write' }, async w => {
+    const t = mustFind(await sql.findType(w.tx, ctx.tenantId, id, true), id)
+    const def = mergeDefinition(t.latest.definition, input)
+    checkDefinition(def)
+    await checkReferences(ctx, w.tx, def)
+    let version = t.latest_version
+    if (t.latest.status === 'published') {
+      version += 1
+      await sql.insertVersion(w.tx, ctx.tenantId, id, version, def, ctx.actor.sub)
+      await sql.touchType(w.tx, id, { latest_version: version })
+    } else {
+      await sql.updateVersionDefinition(w.tx, id, version, def)
+      await sql.touchType(w.tx, id, {})
+    }
+    w.record(audited('objectType.updated', t, { version, fields: Object.keys(input) }))
+    return toObjectTypeDto(mustFind(await sql.findType(w.tx, ctx.tenantId, id), id))
+  })
+}
+
+const ORDER = { draft: 0, sandbox: 1, published: 2 } as const
+
+/** draft -> sandbox -> published; draft -> published passes sandbox and records both steps. */
+export async function publishObjectType (ctx: ServiceContext, id: string, body: unknown): Promise<ObjectTypeDto> {
+  const { to = 'published' } = parse<{ to?: 'sandbox' | 'published' }>(schema.PublishBody, body ?? {})
+  if (!isUuid(id)) notFound('object type', id)
+  return runWrite(ctx, { resource: 'objectTypes', action: 'publish' }, async w => {
+    const t = mustFind(await sql.findType(w.tx, ctx.tenantId, id, true), id)
+    const from = t.latest.status
+    if (ORDER[to] <= ORDER[from]) {
+      throw new AppError('INVALID_TRANSITION', `version ${t.latest_version} is ${from}; it can only move forward (draft -> sandbox -> published)`, { from, to, version: t.latest_version })
+    }
+    await sql.setVersionStatus(w.tx, id, t.latest_version, to)
+    if (to === 'published') await sql.touchType(w.tx, id, { published_version: t.latest_version })
+    else await sql.touchType(w.tx, id, {})
+    w.record(audited('objectType.published', t, { version: t.latest_version, from, to }))
+    return toObjectTypeDto(mustFind(await sql.findType(w.tx, ctx.tenantId, id), id))
+  })
+}
+
+export async function deleteObjectType (ctx: ServiceContext, id: string): Promise<void> {
+  if (!isUuid(id)) notFound('object type', id)
+  await runWrite(ctx, { resource: 'objectTypes', action: 'write' }, async w => {
+    const t = mustFind(await sql.findType(w.tx, ctx.tenantId, id, true), id)
+    const live = await sql.countLiveObjects(w.tx, ctx.tenantId, id)
+    if (live > 0) throw new AppError('CONFLICT', `object type ${t.key} still has ${live} live object(s); delete them first`, { liveObjects: live })
+    await sql.softDeleteType(w.tx, id)
+    w.record(audited('objectType.deleted', t, { version: t.latest_version }))
+  })
+}
+
+/** Dry run of object validation against any version (what sandbox is for). Writes nothing. */
+export async function validateAgainstType (ctx: ServiceContext, id: string, body: unknown): Promise<{ valid: boolean, version: number, errors: Fault[] }> {
+  const input = parse<{ attributes?: Record<string, unknown>, geometry?: Geometry | null, version?: number }>(schema.ValidateBody, body ?? {})
+  await access.authorize(ctx, 'objectTypes', 'read')
+  if (!isUuid(id)) notFound('object type', id)
+  const t = mustFind(await sql.findType(ctx.db, ctx.tenantId, id), id)
+  const version = input.version ?? t.latest_version
+  const v = version === t.latest_version ? t.latest : await sql.findVersion(ctx.db, id, version)
+  if (v === null) throw validationError('version', `object type has no version ${version}`)
+  const errors = validateCandidate(v.definition, {
+    typeId: id,
+    attributes: input.attributes ?? {},
+    geometry: input.geometry ?? null,
+    workflowState: null
+  }, v.status === 'published' ? `${id}:${version}` : null)
+  return { valid: errors.length === 0, version, errors }
+}
+
+export async function objectTypeRegistry (ctx: ServiceContext, id: string) {
+  await access.authorize(ctx, 'objectTypes', 'read')
+  if (!isUuid(id)) notFound('object type', id)
+  mustFind(await sql.findType(ctx.db, ctx.tenantId, id), id)
+  const versions = await sql.listVersions(ctx.db, id)
+  return { entityType: 'object-types', entityId: id, versions: versions.map(toRegistryVersion) }
+}

@@ -1,0 +1,118 @@
+import type { Bindings, Queryable, Tx } from '../db.js'
+import type { TypeDefinition } from './definition.js'
+
+export interface TypeRow {
+  id: string
+  tenant_id: string
+  key: string
+  latest_version: number
+  published_version: number | null
+  created_at: Date
+  updated_at: Date
+}
+
+export interface VersionRow {
+  type_id: string
+  version: number
+  status: 'draft' | 'sandbox' | 'published'
+  definition: TypeDefinition
+  created_at: Date
+  created_by: string | null
+  sandbox_at: Date | null
+  published_at: Date | null
+}
+
+export type TypeWithLatest = TypeRow & { latest: VersionRow }
+
+const LATEST = `
+  SELECT t.*, to_jsonb(v) AS latest
+  FROM object_types t
+  JOIN object_type_versions v ON v.type_id = t.id AND v.version = t.latest_version`
+
+function revive (row: TypeRow & { latest: Record<string, unknown> }): TypeWithLatest {
+  const l = row.latest
+  return {
+    ...row,
+    latest: {
+      type_id: l.type_id as string,
+      version: l.version as number,
+      status: l.status as VersionRow['status'],
+      definition: l.definition as TypeDefinition,
+      created_at: new Date(l.created_at as string),
+      created_by: l.created_by as string | null,
+      sandbox_at: l.sandbox_at ? new Date(l.sandbox_at as string) : null,
+      published_at: l.published_at ? new Date(l.published_at as string) : null
+    }
+  }
+}
+
+export async function findType (db: Queryable, tenantId: string, id: string, lock = false): Promise<TypeWithLatest | null> {
+  if (lock) await db.raw('SELECT 1 FROM object_types WHERE id = ? AND tenant_id = ? FOR UPDATE', [id, tenantId])
+  const r = await db.raw(`${LATEST} WHERE t.id = ? AND t.tenant_id = ? AND t.deleted_at IS NULL`, [id, tenantId])
+  return r.rows[0] ? revive(r.rows[0]) : null
+}
+
+export async function listTypes (db: Queryable, tenantId: string, f: { limit: number, offset: number, status?: string, key?: string }): Promise<{ rows: TypeWithLatest[], total: number }> {
+  const where = ['t.tenant_id = ?', 't.deleted_at IS NULL']
+  const params: Bindings = [tenantId]
+  if (f.status !== undefined) { where.push('v.status = ?'); params.push(f.status) }
+  if (f.key !== undefined) { where.push('t.key = ?'); params.push(f.key) }
+  const cond = where.join(' AND ')
+  const [rows, count] = await Promise.all([
+    db.raw(`${LATEST} WHERE ${cond} ORDER BY t.created_at, t.id LIMIT ? OFFSET ?`, [...params, f.limit, f.offset]),
+    db.raw(`SELECT count(*)::int AS n FROM object_types t JOIN object_type_versions v ON v.type_id = t.id AND v.version = t.latest_version WHERE ${cond}`, params)
+  ])
+  return { rows: rows.rows.map(revive), total: count.rows[0].n }
+}
+
+export async function insertType (tx: Tx, tenantId: string, key: string): Promise<TypeRow> {
+  const [row] = await tx('object_types').insert({ tenant_id: tenantId, key }).returning('*')
+  return row
+}
+
+export async function insertVersion (tx: Tx, tenantId: string, typeId: string, version: number, definition: TypeDefinition, createdBy: string): Promise<void> {
+  await tx('object_type_versions').insert({ type_id: typeId, tenant_id: tenantId, version, status: 'draft', definition: JSON.stringify(definition), created_by: createdBy })
+}
+
+export async function updateVersionDefinition (tx: Tx, typeId: string, version: number, definition: TypeDefinition): Promise<void> {
+  await tx('object_type_versions').where({ type_id: typeId, version }).update({ definition: JSON.stringify(definition) })
+}
+
+export async function setVersionStatus (tx: Tx, typeId: string, version: number, status: 'sandbox' | 'published'): Promise<void> {
+  const now = tx.raw("date_trunc('milliseconds', now())")
+  await tx('object_type_versions').where({ type_id: typeId, version }).update({
+    status,
+    sandbox_at: tx.raw('coalesce(sandbox_at, ?)', [now]),
+    ...(status === 'published' ? { published_at: now } : {})
+  })
+}
+
+export async function touchType (tx: Tx, id: string, patch: Partial<Pick<TypeRow, 'latest_version' | 'published_version'>>): Promise<void> {
+  await tx('object_types').where({ id }).update({ ...patch, updated_at: tx.raw("date_trunc('milliseconds', now())") })
+}
+
+export async function softDeleteType (tx: Tx, id: string): Promise<void> {
+  await tx('object_types').where({ id }).update({ deleted_at: tx.fn.now(), updated_at: tx.fn.now() })
+}
+
+export async function countLiveObjects (db: Queryable, tenantId: string, typeId: string): Promise<number> {
+  const r = await db.raw('SELECT count(*)::int AS n FROM objects WHERE tenant_id = ? AND type_id = ? AND deleted_at IS NULL', [tenantId, typeId])
+  return r.rows[0].n
+}
+
+export async function listVersions (db: Queryable, typeId: string): Promise<VersionRow[]> {
+  return db('object_type_versions').where({ type_id: typeId }).orderBy('version').select('*')
+}
+
+export async function findVersion (db: Queryable, typeId: string, version: number): Promise<VersionRow | null> {
+  return (await db('object_type_versions').where({ type_id: typeId, version }).first()) ?? null
+}
+
+/** The published definition objects validate against; null when the type has none (or is gone). */
+export async function findPublished (db: Queryable, tenantId: string, typeId: string): Promise<{ key: string, version: number, definition: TypeDefinition } | null> {
+  const r = await db.raw(`
+    SELECT t.key, v.version, v.definition
+    FROM object_types t JOIN object_type_versions v ON v.type_id = t.id AND v.version = t.published_version
+    WHERE t.id = ? AND t.tenant_id = ? AND t.deleted_at IS NULL`, [typeId, tenantId])
+  return r.rows[0] ?? null
+}

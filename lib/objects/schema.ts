@@ -1,0 +1,91 @@
+import { PagingQuery, SortOrder, Timestamp, Uuid, envelope } from '../schemas.js'
+
+const Geometry = {
+  type: 'object',
+  nullable: true,
+  description: 'GeoJSON geometry (WGS84). Validated against RFC 7946 and the type\'s allowed geometry types.',
+  example: { type: 'Point', coordinates: [13.4, 52.5] }
+} as const
+
+export const CreateObjectBody = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['typeId'],
+  properties: {
+    typeId: { ...Uuid, description: "The object type's id; the type needs a published version" },
+    attributes: { type: 'object', description: "Validated against the type's published attributeSchema and rules" },
+    geometry: Geometry,
+    validFrom: { ...Timestamp, description: 'Valid-time start; defaults to now' }
+  }
+} as const
+
+export const PatchObjectBody = {
+  type: 'object',
+  additionalProperties: false,
+  minProperties: 1,
+  properties: {
+    attributes: { type: 'object', description: 'JSON merge patch (RFC 7396): null removes a key' },
+    geometry: { ...Geometry, description: 'Replaces the geometry; null clears it (unless the type requires one)' },
+    validFrom: { ...Timestamp, description: "Valid-time start of the new version; defaults to now, never before the current version's" }
+  }
+} as const
+
+export const ObjectBody = {
+  type: 'object',
+  required: ['id', 'typeId', 'publicId', 'attributes', 'geometry', 'workflowState', 'version', 'validFrom', 'createdAt', 'updatedAt'],
+  properties: {
+    id: Uuid,
+    objectId: { ...Uuid, description: 'Equal to id (list items)' },
+    typeId: Uuid,
+    publicId: { type: 'string' },
+    attributes: { type: 'object' },
+    geometry: Geometry,
+    workflowState: { type: 'string', nullable: true },
+    version: { type: 'integer', minimum: 1 },
+    validFrom: Timestamp,
+    createdAt: Timestamp,
+    updatedAt: Timestamp
+  }
+} as const
+
+export const ObjectList = envelope(ObjectBody)
+
+export const SORT_FIELD_PATTERN = '^(id|publicId|typeId|workflowState|createdAt|updatedAt|attributes\\.[A-Za-z0-9_-]{1,64}(\\.[A-Za-z0-9_-]{1,64}){0,4})$'
+
+const TimeTravel = {
+  asOf: { ...Timestamp, description: 'Transaction time: the state the database held then' },
+  validAt: { ...Timestamp, description: 'Valid time: the state that was true in the world then' }
+} as const
+
+export const ListObjectsQuery = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    ...PagingQuery,
+    typeId: Uuid,
+    sortBy: { type: 'string', pattern: SORT_FIELD_PATTERN, default: 'createdAt', description: 'id, publicId, typeId, workflowState, createdAt, updatedAt or attributes.<name>' },
+    sortOrder: SortOrder,
+    ...TimeTravel
+  }
+} as const
+
+export const GetObjectQuery = { type: 'object', additionalProperties: false, properties: TimeTravel } as const
+
+export const HistoryQuery = { type: 'object', additionalProperties: false, properties: PagingQuery } as const
+
+export const HistoryItem = {
+  type: 'object',
+  required: ['version', 'operation', 'validFrom', 'validTo', 'txFrom', 'txTo', 'actor', 'object'],
+  properties: {
+    version: { type: 'integer' },
+    operation: { type: 'string', enum: ['created', 'updated', 'deleted', 'transitioned'] },
+    validFrom: Timestamp,
+    validTo: { ...Timestamp, nullable: true },
+    txFrom: Timestamp,
+    txTo: { ...Timestamp, nullable: true },
+    actor: { type: 'object', nullable: true, properties: { sub: { type: 'string' }, roles: { type: 'array', items: { type: 'string' } } } },
+    object: ObjectBody
+  }
+} as const
+
+export const HistoryList = envelope(HistoryItem)

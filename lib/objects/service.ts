@@ -1,0 +1,166 @@
+import { randomUUID } from 'node:crypto'
+import type { ServiceContext } from '../context.js'
+import type { Bindings, Tx } from '../db.js'
+import { isUuid } from '../db.js'
+import { AppError, notFound, validationError } from '../errors.js'
+import { parse } from '../validation.js'
+import { page, type Page } from '../schemas.js'
+import * as access from '../access/index.js'
+import { runWrite, type WriteScope } from '../pipeline.js'
+import * as objectTypes from '../object-types/index.js'
+import type { Geometry } from '../geo/geojson.js'
+import * as schema from './schema.js'
+import * as sql from './sql.js'
+import { mergePatch } from './merge-patch.js'
+import { renderPublicId, usesSequence } from './public-id.js'
+import { toHistoryItem, toListItem, toObjectDto, type ObjectDto } from './dto.js'
+
+/** Workflows register how a new object gets its initial state; without them it is null. */
+export const workflowHooks = {
+  initialState: async (_ctx: ServiceContext, _tx: Tx, _workflowId: string): Promise<string | null> => null
+}
+
+interface CreateInput { typeId: string, attributes?: Record<string, unknown>, geometry?: Geometry | null, validFrom?: string }
+interface PatchInput { attributes?: Record<string, unknown>, geometry?: Geometry | null, validFrom?: string }
+
+type Published = NonNullable<Awaited<ReturnType<typeof objectTypes.findPublished>>>
+
+function assertValid (pub: Published, typeId: string, candidate: objectTypes.Candidate): void {
+  const faults = objectTypes.validateCandidate(pub.definition, candidate, `${typeId}:${pub.version}`)
+  if (faults.length > 0) {
+    throw new AppError('VALIDATION_ERROR', `${faults[0].field} ${faults[0].reason}`, { ...faults[0], errors: faults })
+  }
+}
+
+function actorOf (ctx: ServiceContext) {
+  return { sub: ctx.actor.sub, roles: ctx.actor.roles }
+}
+
+/** History, audit and outbox for one object change: recorded by the pipeline in the same transaction. */
+export function recordObjectChange (w: WriteScope, kind: 'created' | 'updated' | 'deleted' | 'transitioned', row: sql.ObjectRow, data: Record<string, unknown> = {}, previous?: sql.ObjectRow): void {
+  const object = toObjectDto(row)
+  w.record({
+    audit: {
+      type: kind === 'transitioned' ? 'workflow.transitioned' : `object.${kind}`,
+      resourceType: 'object',
+      resourceId: row.id,
+      data: { typeId: row.type_id, publicId: row.public_id, version: row.version, ...data }
+    },
+    event: {
+      type: `object.${kind}`,
+      aggregateType: 'object',
+      aggregateId: row.id,
+      payload: { object, ...(previous ? { previous: toObjectDto(previous) } : {}), ...data }
+    }
+  })
+}
+
+export async function createObject (ctx: ServiceContext, body: unknown): Promise<ObjectDto> {
+  const input = parse<CreateInput>(schema.CreateObjectBody, body)
+  return runWrite(ctx, { resource: 'objects', action: 'write', limit: 'object_count' }, async w => {
+    const pub = await objectTypes.findPublished(w.tx, ctx.tenantId, input.typeId)
+    if (pub === null) throw validationError('typeId', 'object type does not exist or has no published version')
+    const def = pub.definition
+    const workflowState = def.workflowId === null ? null : await workflowHooks.initialState(ctx, w.tx, def.workflowId)
+    const attributes = input.attributes ?? {}
+    const geometry = input.geometry ?? null
+    assertValid(pub, input.typeId, { typeId: input.typeId, attributes, geometry, workflowState })
+    const id = randomUUID()
+    const template = def.publicIdTemplate
+    const publicId = template === null
+      ? id
+      : renderPublicId(template, {
+        seq: usesSequence(template) ? await sql.nextPublicIdSeq(w.tx, ctx.tenantId, input.typeId) : null,
+        now: new Date(),
+        typeKey: pub.key,
+        attributes
+      })
+    const row = await sql.insertObject(w.tx, {
+      id, tenantId: ctx.tenantId, typeId: input.typeId, typeVersion: pub.version, publicId,
+      attributes, geometry, workflowState, validFrom: input.validFrom ?? null, actor: actorOf(ctx)
+    }).catch((err: { code?: string, constraint?: string }) => {
+      if (err.code === '23505' && err.constraint === 'objects_tenant_public_id') {
+        throw new AppError('CONFLICT', `publicId "${publicId}" is already taken in this tenant`, { field: 'publicId', publicId })
+      }
+      throw err
+    })
+    recordObjectChange(w, 'created', row)
+    return toObjectDto(row)
+  })
+}
+
+/** Locks the live object and checks the caller's version; the start of every object change. */
+export async function lockForChange (ctx: ServiceContext, tx: Tx, id: string, expectedVersion: number | null): Promise<sql.ObjectRow> {
+  const current = (isUuid(id) ? await sql.lockObject(tx, ctx.tenantId, id) : null) ?? notFound('object', id)
+  if (expectedVersion !== null && current.version !== expectedVersion) {
+    throw new AppError('VERSION_CONFLICT', `object is at version ${current.version}, not ${expectedVersion}`, { currentVersion: current.version })
+  }
+  return current
+}
+
+export async function patchObject (ctx: ServiceContext, id: string, body: unknown, ifMatch: number): Promise<ObjectDto> {
+  const input = parse<PatchInput>(schema.PatchObjectBody, body)
+  return runWrite(ctx, { resource: 'objects', action: 'write' }, async w => {
+    const current = await lockForChange(ctx, w.tx, id, ifMatch)
+    if (input.validFrom !== undefined && new Date(input.validFrom) < current.valid_from) {
+      throw validationError('validFrom', `must not be before the current version's validFrom ${current.valid_from.toISOString()}`)
+    }
+    const pub = await objectTypes.findPublished(w.tx, ctx.tenantId, current.type_id)
+    if (pub === null) throw validationError('typeId', 'object type no longer has a published version')
+    const attributes = (input.attributes === undefined ? current.attributes : mergePatch(current.attributes, input.attributes)) as Record<string, unknown>
+    const geometry = input.geometry === undefined ? current.geometry : input.geometry
+    assertValid(pub, current.type_id, { typeId: current.type_id, attributes, geometry, workflowState: current.workflow_state })
+    const row = await sql.writeVersion(w.tx, current, {
+      operation: 'updated', attributes, geometry: input.geometry, workflowState: current.workflow_state,
+      validFrom: input.validFrom ?? null, actor: actorOf(ctx)
+    })
+    recordObjectChange(w, 'updated', row, { fields: Object.keys(input) }, current)
+    return toObjectDto(row)
+  })
+}
+
+export async function deleteObject (ctx: ServiceContext, id: string, ifMatch: number | null): Promise<void> {
+  await runWrite(ctx, { resource: 'objects', action: 'write' }, async w => {
+    const current = await lockForChange(ctx, w.tx, id, ifMatch)
+    const row = await sql.deleteObject(w.tx, current, actorOf(ctx))
+    recordObjectChange(w, 'deleted', row)
+  })
+}
+
+export async function getObject (ctx: ServiceContext, id: string, t: sql.TimePoint): Promise<ObjectDto> {
+  await access.authorize(ctx, 'objects', 'read')
+  const row = (isUuid(id) ? await sql.findObject(ctx.db, ctx.tenantId, id, t) : null) ?? notFound('object', id)
+  return toObjectDto(row)
+}
+
+const SORT_COLUMNS: Record<string, string> = {
+  id: 'o.id', publicId: 'o.public_id', typeId: 'o.type_id', workflowState: 'o.workflow_state', createdAt: 'o.created_at', updatedAt: 'o.updated_at'
+}
+
+/** sortBy -> SQL: a fixed column, or attributes.<path> as a bound jsonb path (never spliced). */
+export function sortExpression (sortBy: string): { expr: string, params: Bindings } {
+  const col = SORT_COLUMNS[sortBy]
+  if (col !== undefined) return { expr: col, params: [] }
+  const m = /^attributes\.(.+)$/.exec(sortBy)
+  if (!m) throw validationError('sortBy', `cannot sort by "${sortBy}"`)
+  return { expr: 'o.attributes #> ?::text[]', params: [m[1].split('.')] }
+}
+
+export interface ListQuery { limit: number, offset: number, typeId?: string, sortBy: string, sortOrder: 'asc' | 'desc', asOf?: string, validAt?: string }
+
+export async function listObjects (ctx: ServiceContext, q: ListQuery): Promise<Page<ReturnType<typeof toListItem>>> {
+  await access.authorize(ctx, 'objects', 'read')
+  if (q.asOf !== undefined && q.validAt !== undefined) throw validationError('validAt', 'use either asOf or validAt, not both')
+  const { rows, total } = await sql.listObjects(ctx.db, ctx.tenantId, { asOf: q.asOf, validAt: q.validAt }, {
+    typeId: q.typeId, sort: sortExpression(q.sortBy), order: q.sortOrder, limit: q.limit, offset: q.offset
+  })
+  return page(rows.map(toListItem), q.limit, q.offset, total)
+}
+
+export async function objectHistory (ctx: ServiceContext, id: string, q: { limit: number, offset: number }) {
+  await access.authorize(ctx, 'objects', 'read')
+  if (!isUuid(id)) notFound('object', id)
+  const { rows, total } = await sql.listVersions(ctx.db, ctx.tenantId, id, q.limit, q.offset)
+  if (total === 0) notFound('object', id)
+  return page(rows.map(toHistoryItem), q.limit, q.offset, total)
+}

@@ -1,0 +1,63 @@
+import type { ServiceContext } from './context.js'
+import type { Tx } from './db.js'
+import { withTransaction } from './db.js'
+import * as access from './access/index.js'
+import * as audit from './audit/index.js'
+import * as outbox from './outbox/index.js'
+import { ensureTenant } from './tenants/index.js'
+
+/**
+ * The one write pipeline. Every change to tenant data goes through `runWrite`:
+ *
+ *   authorize -> before-hooks (license) -> BEGIN -> the operation's own SQL (row + history)
+ *   -> audit events -> outbox events -> in-transaction hooks (cache invalidation, automation)
+ *   -> [sync audit sequencing] -> COMMIT -> after-commit hooks -> audit sequencing kick
+ *
+ * Invariant: a write that throws anywhere before COMMIT leaves nothing behind: no row, no
+ * history version, no audit event, no outbox event. Later capabilities hook in through
+ * `writeHooks`, never by wrapping an operation.
+ */
+
+export interface WriteSpec {
+  resource: access.Resource
+  action: access.Action
+  /** A license limit this write counts against (e.g. object_count on create). */
+  limit?: string
+}
+
+export interface Change {
+  audit?: audit.NewAuditEvent
+  event?: outbox.DomainEvent
+}
+
+export interface WriteHooks {
+  before: Array<(ctx: ServiceContext, spec: WriteSpec) => Promise<void>>
+  inTransaction: Array<(ctx: ServiceContext, tx: Tx, spec: WriteSpec, changes: Change[]) => Promise<void>>
+  afterCommit: Array<(ctx: ServiceContext, spec: WriteSpec, changes: Change[]) => void>
+}
+
+export const writeHooks: WriteHooks = { before: [], inTransaction: [], afterCommit: [] }
+
+export interface WriteScope {
+  tx: Tx
+  /** Records an audit event and/or a domain event for this write. */
+  record (change: Change): void
+}
+
+export async function runWrite<T> (ctx: ServiceContext, spec: WriteSpec, operation: (w: WriteScope) => Promise<T>): Promise<T> {
+  await access.authorize(ctx, spec.resource, spec.action)
+  for (const hook of writeHooks.before) await hook(ctx, spec)
+  const changes: Change[] = []
+  const result = await withTransaction(ctx.db, async tx => {
+    await ensureTenant(tx, ctx.tenantId)
+    const value = await operation({ tx, record: c => { changes.push(c) } })
+    await audit.recordInTransaction(tx, ctx.tenantId, ctx.actor, changes.flatMap(c => c.audit ? [c.audit] : []))
+    await outbox.emitInTransaction(tx, ctx.tenantId, changes.flatMap(c => c.event ? [c.event] : []))
+    for (const hook of writeHooks.inTransaction) await hook(ctx, tx, spec, changes)
+    if (ctx.config.auditSequencing === 'sync') await audit.sequencePending(tx, ctx.tenantId)
+    return value
+  })
+  for (const hook of writeHooks.afterCommit) hook(ctx, spec, changes)
+  if (ctx.config.auditSequencing === 'async') void ctx.sequencer?.kick(ctx.tenantId)
+  return result
+}

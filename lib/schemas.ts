@@ -1,0 +1,61 @@
+// Shared JSON Schemas (the OpenAPI 3.0 subset; see lib/validation.ts).
+
+export const Uuid = { type: 'string', format: 'uuid' } as const
+export const Timestamp = { type: 'string', format: 'date-time', example: '2026-01-02T03:04:05.678Z' } as const
+
+export const PagingQuery = {
+  limit: { type: 'integer', minimum: 1, maximum: 1000, default: 100, description: 'Page size, 1..1000' },
+  offset: { type: 'integer', minimum: 0, default: 0, description: 'Items to skip' }
+} as const
+
+export const SortOrder = { type: 'string', enum: ['asc', 'desc'], default: 'asc' } as const
+
+export function envelope (item: object): object {
+  return {
+    type: 'object',
+    required: ['items', 'pagination'],
+    properties: {
+      items: { type: 'array', items: item },
+      pagination: {
+        type: 'object',
+        required: ['limit', 'offset', 'total', 'hasMore'],
+        properties: {
+          limit: { type: 'integer' },
+          offset: { type: 'integer' },
+          total: { type: 'integer' },
+          hasMore: { type: 'boolean' }
+        }
+      }
+    }
+  }
+}
+
+export interface Page<T> {
+  items: T[]
+  pagination: { limit: number, offset: number, total: number, hasMore: boolean }
+}
+
+export function page<T> (items: T[], limit: number, offset: number, total: number): Page<T> {
+  return { items, pagination: { limit, offset, total, hasMore: offset + items.length < total } }
+}
+
+export const ErrorBody = {
+  type: 'object',
+  required: ['error'],
+  properties: {
+    error: {
+      type: 'object',
+      required: ['code', 'message', 'details'],
+      properties: {
+        code: {
+          type: 'string',
+          enum: ['VALIDATION_ERROR', 'BAD_REQUEST', 'PRECONDITION_REQUIRED', 'UNAUTHORIZED', 'FORBIDDEN', 'GUARD_FAILED',
+            'LICENSE_LIMIT_EXCEEDED', 'LICENSE_EXPIRED', 'FEATURE_DISABLED', 'NOT_FOUND', 'VERSION_CONFLICT', 'CONFLICT',
+            'INVALID_TRANSITION', 'PAYLOAD_TOO_LARGE', 'RATE_LIMITED', 'INTERNAL_ERROR', 'NOT_READY']
+        },
+        message: { type: 'string' },
+        details: { type: 'object', additionalProperties: true, description: 'e.g. {field, reason}; VALIDATION_ERROR adds errors[]' }
+      }
+    }
+  }
+} as const

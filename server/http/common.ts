@@ -1,0 +1,13 @@
+import type { Context } from 'koa'
+import type { ServiceContext } from '../../lib/context.js'
+import { Uuid } from '../../lib/schemas.js'
+
+export function service (ctx: Context): ServiceContext {
+  return ctx.state.service as ServiceContext
+}
+
+export const idParam = { id: { description: 'Resource id (UUID)', schema: Uuid } }
+
+export const IfMatchRequired = { 'If-Match': { description: 'The current version: 3, "3" or W/"3"', required: true, schema: { type: 'string' } } }
+export const IfMatchOptional = { 'If-Match': { description: 'When present, the write happens only at this version', required: false, schema: { type: 'string' } } }
+export const ETagHeader = { ETag: { description: 'The version, quoted', schema: { type: 'string' } } }

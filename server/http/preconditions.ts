@@ -1,0 +1,23 @@
+import type { Context } from 'koa'
+import { AppError } from '../../lib/errors.js'
+
+// If-Match accepts 3, "3" or W/"3" (CONTRACT "Objects").
+const IF_MATCH_RE = /^(?:W\/)?"?(\d{1,9})"?$/
+
+export function readIfMatch (ctx: Context): number | null {
+  const raw = ctx.get('If-Match').trim()
+  if (raw === '') return null
+  const m = IF_MATCH_RE.exec(raw)
+  if (!m) throw new AppError('BAD_REQUEST', 'If-Match must be a version number such as "3"', { field: 'If-Match', reason: 'not a version' })
+  return Number(m[1])
+}
+
+export function requireIfMatch (ctx: Context): number {
+  const v = readIfMatch(ctx)
+  if (v === null) throw new AppError('PRECONDITION_REQUIRED', 'If-Match header with the current version is required', { field: 'If-Match', reason: 'missing' })
+  return v
+}
+
+export function setVersionHeaders (ctx: Context, version: number): void {
+  ctx.set('ETag', `"${version}"`)
+}

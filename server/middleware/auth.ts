@@ -1,0 +1,81 @@
+import { timingSafeEqual } from 'node:crypto'
+import type { Context, Middleware } from 'koa'
+import type { Config } from '../../lib/config.js'
+import type { Db } from '../../lib/db.js'
+import type { AuditKicker, JobSender, ServiceContext } from '../../lib/context.js'
+import * as access from '../../lib/access/index.js'
+import * as audit from '../../lib/audit/index.js'
+import { AppError } from '../../lib/errors.js'
+
+export interface AuthDeps {
+  config: Readonly<Config>
+  db: Db
+  sequencer: AuditKicker | null
+  jobs: JobSender | null
+}
+
+function bearer (ctx: Context): string | null {
+  const h = ctx.get('Authorization')
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(h)
+  return m ? m[1] : null
+}
+
+/** Reads the token without refusing yet, so the rate limiter can key on the identity. */
+export function identify (deps: AuthDeps): Middleware {
+  return async (ctx, next) => {
+    if (deps.config.auth.disabled) {
+      ctx.state.identity = access.anonymousIdentity(deps.config.auth)
+      return next()
+    }
+    const check = access.verifyAccessToken(deps.config.auth, bearer(ctx))
+    if (check.ok) ctx.state.identity = check.identity
+    else ctx.state.authFailure = check
+    return next()
+  }
+}
+
+/** 401 (with an auth.failed audit event) unless identify() found a valid identity. */
+export function requireIdentity (deps: AuthDeps): Middleware {
+  return async (ctx, next) => {
+    const failure = ctx.state.authFailure as Extract<access.TokenCheck, { ok: false }> | undefined
+    if (failure) {
+      await audit.recordStandalone(deps.db, failure.auditTenant, null, {
+        type: 'auth.failed',
+        resourceType: 'auth',
+        resourceId: null,
+        data: { reason: failure.reason, sub: failure.sub, method: ctx.method, path: ctx.path, requestId: ctx.state.requestId }
+      }, t => deps.sequencer?.kick(t))
+      throw new AppError('UNAUTHORIZED', `authentication failed: ${failure.reason}`, { reason: failure.reason })
+    }
+    const id = ctx.state.identity as access.Identity
+    ctx.state.service = serviceContext(deps, id, ctx)
+    return next()
+  }
+}
+
+export function serviceContext (deps: AuthDeps, id: access.Identity, ctx: Context): ServiceContext {
+  return {
+    tenantId: id.tenant,
+    actor: { sub: id.sub, roles: id.roles },
+    scope: id.scope,
+    permissions: access.computePermissions(id.roles, id.scope),
+    requestId: ctx.state.requestId,
+    log: ctx.state.log,
+    db: deps.db,
+    config: deps.config,
+    jobs: deps.jobs,
+    sequencer: deps.sequencer
+  }
+}
+
+/** /metrics: open unless METRICS_TOKEN is set, then `Authorization: Bearer <METRICS_TOKEN>`. */
+export function requireMetricsToken (config: Readonly<Config>): Middleware {
+  return async (ctx, next) => {
+    if (config.metricsToken !== null) {
+      const got = Buffer.from(bearer(ctx) ?? '')
+      const want = Buffer.from(config.metricsToken)
+      if (got.length !== want.length || !timingSafeEqual(got, want)) throw new AppError('UNAUTHORIZED', 'metrics require Bearer METRICS_TOKEN', {})
+    }
+    return next()
+  }
+}

@@ -1,0 +1,89 @@
+import { ErrorBody } from '../../lib/schemas.js'
+import { declaredRoutes, type RouteSpec } from './registry.js'
+
+const ERROR_DESCRIPTIONS: Record<number, string> = {
+  400: 'VALIDATION_ERROR, BAD_REQUEST or PRECONDITION_REQUIRED',
+  401: 'UNAUTHORIZED: missing, invalid or expired token',
+  403: 'FORBIDDEN, GUARD_FAILED, LICENSE_LIMIT_EXCEEDED, LICENSE_EXPIRED or FEATURE_DISABLED',
+  404: 'NOT_FOUND',
+  409: 'VERSION_CONFLICT, CONFLICT or INVALID_TRANSITION',
+  413: 'PAYLOAD_TOO_LARGE',
+  429: 'RATE_LIMITED; see Retry-After',
+  500: 'INTERNAL_ERROR',
+  503: 'NOT_READY'
+}
+
+function oasPath (koaPath: string): string {
+  return koaPath.replace(/:([A-Za-z0-9_]+)/g, '{$1}')
+}
+
+function operation (r: RouteSpec): object {
+  const parameters: object[] = []
+  for (const name of [...r.path.matchAll(/:([A-Za-z0-9_]+)/g)].map(m => m[1])) {
+    const p = r.pathParams?.[name]
+    parameters.push({ name, in: 'path', required: true, description: p?.description ?? name, schema: p?.schema ?? { type: 'string' } })
+  }
+  for (const [name, schema] of Object.entries(r.query?.properties ?? {})) {
+    const s = schema as { description?: string }
+    parameters.push({ name, in: 'query', required: r.query?.required?.includes(name) ?? false, ...(s.description ? { description: s.description } : {}), schema })
+  }
+  for (const [name, h] of Object.entries(r.headers ?? {})) {
+    parameters.push({ name, in: 'header', required: h.required ?? false, description: h.description, schema: h.schema })
+  }
+  const responses: Record<string, object> = {}
+  for (const [status, res] of Object.entries(r.responses)) {
+    responses[status] = {
+      description: res.description,
+      ...(res.headers ? { headers: res.headers } : {}),
+      ...(res.schema || res.contentType ? { content: { [res.contentType ?? 'application/json']: { schema: res.schema ?? { type: 'string' } } } } : {})
+    }
+  }
+  const errors = new Set<number>([...(r.errors ?? []), 500])
+  if (r.auth === 'bearer' || r.auth === 'webhook') errors.add(401)
+  if (r.auth === 'bearer') errors.add(403)
+  if (r.unlimited !== true) errors.add(429)
+  if (r.body) { errors.add(400); errors.add(413) }
+  for (const code of errors) {
+    responses[String(code)] ??= { description: ERROR_DESCRIPTIONS[code] ?? 'error', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } }
+  }
+  const security = r.auth === 'bearer' ? [{ bearerAuth: [] }] : r.auth === 'webhook' ? [{ webhookToken: [] }] : r.auth === 'metrics' ? [{}, { metricsToken: [] }] : []
+  return {
+    operationId: r.operationId,
+    summary: r.summary,
+    ...(r.description ? { description: r.description } : {}),
+    tags: [r.tag],
+    security,
+    ...(parameters.length > 0 ? { parameters } : {}),
+    ...(r.body ? { requestBody: { required: r.bodyRequired ?? true, content: { 'application/json': { schema: r.body } } } } : {}),
+    responses
+  }
+}
+
+/** OpenAPI 3.0 from the declared routes; schemas are the request validators themselves. */
+export function buildOpenApi (release: string): object {
+  const paths: Record<string, Record<string, object>> = {}
+  for (const r of declaredRoutes) {
+    const p = oasPath(r.path)
+    paths[p] ??= {}
+    paths[p][r.method] = operation(r)
+  }
+  return {
+    openapi: '3.0.3',
+    info: {
+      title: 'Spatial Object, Workflow and Automation Service',
+      version: release,
+      description: 'REST contract v1. Errors use the body {"error":{"code","message","details"}}. Lists use the pagination envelope. Timestamps are ISO 8601 UTC with milliseconds.'
+    },
+    servers: [{ url: '/' }],
+    tags: [...new Set(declaredRoutes.map(r => r.tag))].map(name => ({ name })),
+    paths,
+    components: {
+      securitySchemes: {
+        bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'HS256 JWT with sub, tenant, roles, scope' },
+        webhookToken: { type: 'http', scheme: 'bearer', description: "An automation rule's webhook token" },
+        metricsToken: { type: 'http', scheme: 'bearer', description: 'METRICS_TOKEN, when configured' }
+      },
+      schemas: { Error: ErrorBody }
+    }
+  }
+}

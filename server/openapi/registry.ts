@@ -1,0 +1,51 @@
+import type Router from '@koa/router'
+import type { Middleware } from 'koa'
+
+/**
+ * Every route is declared once, here, with the same JSON Schemas that lib uses to validate its
+ * input. The router is built from these declarations and so is /openapi/v1.json: a path cannot
+ * be served without appearing in the document.
+ */
+
+export type HttpMethod = 'get' | 'post' | 'put' | 'patch' | 'delete'
+/** bearer: access token; none: public; metrics: METRICS_TOKEN when set; webhook: a rule's webhook token. */
+export type AuthKind = 'bearer' | 'none' | 'metrics' | 'webhook'
+
+export interface ResponseSpec {
+  description: string
+  schema?: object
+  /** Defaults to application/json. */
+  contentType?: string
+  headers?: Record<string, { description: string, schema: object }>
+}
+
+export interface RouteSpec {
+  method: HttpMethod
+  /** Koa style: /v1/objects/:id */
+  path: string
+  operationId: string
+  summary: string
+  description?: string
+  tag: string
+  auth: AuthKind
+  /** Exempt from rate limiting (health, metrics). */
+  unlimited?: boolean
+  pathParams?: Record<string, { description: string, schema: object }>
+  query?: { type: 'object', properties: Record<string, object>, required?: string[], additionalProperties?: boolean }
+  headers?: Record<string, { description: string, required?: boolean, schema: object }>
+  body?: object
+  bodyRequired?: boolean
+  responses: Record<number, ResponseSpec>
+  /** Error codes this operation can answer with, for the document. */
+  errors?: number[]
+}
+
+export const declaredRoutes: RouteSpec[] = []
+
+export type RouteGuards = (spec: RouteSpec) => Middleware[]
+
+/** Registers a route on the router and in the document. */
+export function defineRoute (router: Router, guards: RouteGuards, spec: RouteSpec, handler: Middleware): void {
+  if (!declaredRoutes.some(r => r.method === spec.method && r.path === spec.path)) declaredRoutes.push(spec)
+  router.register(spec.path, [spec.method.toUpperCase()], [...guards(spec), handler], { name: spec.operationId })
+}

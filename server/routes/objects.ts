@@ -1,0 +1,71 @@
+import type { RouteRegistrar } from '../app.js'
+import { defineRoute } from '../openapi/registry.js'
+import * as objects from '../../lib/objects/index.js'
+import { parseQuery } from '../../lib/validation.js'
+import { readIfMatch, requireIfMatch, setVersionHeaders } from '../http/preconditions.js'
+import { ETagHeader, IfMatchOptional, IfMatchRequired, idParam, service } from '../http/common.js'
+
+const S = objects.schema
+
+export const registerObjectRoutes: RouteRegistrar = (router, guards) => {
+  defineRoute(router, guards, {
+    method: 'get', path: '/v1/objects', operationId: 'listObjects', tag: 'objects', auth: 'bearer',
+    summary: 'List objects (asOf: transaction time; validAt: valid time)',
+    query: S.ListObjectsQuery, responses: { 200: { description: 'a page of objects', schema: S.ObjectList } }, errors: [400]
+  }, async ctx => {
+    ctx.body = await objects.listObjects(service(ctx), parseQuery<objects.ListQuery>(S.ListObjectsQuery, ctx.query))
+  })
+
+  defineRoute(router, guards, {
+    method: 'post', path: '/v1/objects', operationId: 'createObject', tag: 'objects', auth: 'bearer',
+    summary: 'Create an object of a published type', body: S.CreateObjectBody,
+    responses: { 201: { description: 'created', schema: S.ObjectBody, headers: { ...ETagHeader, Location: { description: 'The new object', schema: { type: 'string' } } } } },
+    errors: [409]
+  }, async ctx => {
+    const o = await objects.createObject(service(ctx), ctx.request.body)
+    ctx.status = 201
+    ctx.set('Location', `/v1/objects/${o.id}`)
+    setVersionHeaders(ctx, o.version)
+    ctx.body = o
+  })
+
+  defineRoute(router, guards, {
+    method: 'get', path: '/v1/objects/:id', operationId: 'getObject', tag: 'objects', auth: 'bearer',
+    summary: 'Read an object, now or as of a past time', pathParams: idParam, query: S.GetObjectQuery,
+    responses: { 200: { description: 'the object', schema: S.ObjectBody, headers: ETagHeader } }, errors: [400, 404]
+  }, async ctx => {
+    const t = parseQuery<objects.TimePoint>(S.GetObjectQuery, ctx.query)
+    const o = await objects.getObject(service(ctx), ctx.params.id, t)
+    setVersionHeaders(ctx, o.version)
+    ctx.body = o
+  })
+
+  defineRoute(router, guards, {
+    method: 'patch', path: '/v1/objects/:id', operationId: 'patchObject', tag: 'objects', auth: 'bearer',
+    summary: 'Update an object (If-Match required; attributes are a JSON merge patch)', pathParams: idParam,
+    headers: IfMatchRequired, body: S.PatchObjectBody,
+    responses: { 200: { description: 'updated', schema: S.ObjectBody, headers: ETagHeader } }, errors: [404, 409]
+  }, async ctx => {
+    const ifMatch = requireIfMatch(ctx)
+    const o = await objects.patchObject(service(ctx), ctx.params.id, ctx.request.body, ifMatch)
+    setVersionHeaders(ctx, o.version)
+    ctx.body = o
+  })
+
+  defineRoute(router, guards, {
+    method: 'delete', path: '/v1/objects/:id', operationId: 'deleteObject', tag: 'objects', auth: 'bearer',
+    summary: 'Soft-delete an object (history keeps it; asOf before the delete still finds it)', pathParams: idParam,
+    headers: IfMatchOptional, responses: { 204: { description: 'deleted' } }, errors: [400, 404, 409]
+  }, async ctx => {
+    await objects.deleteObject(service(ctx), ctx.params.id, readIfMatch(ctx))
+    ctx.status = 204
+  })
+
+  defineRoute(router, guards, {
+    method: 'get', path: '/v1/objects/:id/history', operationId: 'objectHistory', tag: 'objects', auth: 'bearer',
+    summary: 'Valid-time and transaction-time history, oldest version first', pathParams: idParam, query: S.HistoryQuery,
+    responses: { 200: { description: 'versions', schema: S.HistoryList } }, errors: [400, 404]
+  }, async ctx => {
+    ctx.body = await objects.objectHistory(service(ctx), ctx.params.id, parseQuery(S.HistoryQuery, ctx.query))
+  })
+}

@@ -1,0 +1,71 @@
+import type { RouteRegistrar } from '../app.js'
+import { defineRoute } from '../openapi/registry.js'
+import { buildOpenApi } from '../openapi/document.js'
+import { registry } from '../../lib/metrics.js'
+import { readiness } from '../../lib/health/index.js'
+import type { ServiceContext } from '../../lib/context.js'
+
+const HealthBody = {
+  type: 'object',
+  properties: {
+    status: { type: 'string', enum: ['ok', 'error'] },
+    checks: { type: 'object', properties: { database: { type: 'string' }, license: { type: 'string' }, release: { type: 'string' } } }
+  }
+}
+
+const MeBody = {
+  type: 'object',
+  required: ['sub', 'tenant', 'roles', 'permissions', 'authDisabled'],
+  properties: {
+    sub: { type: 'string' },
+    tenant: { type: 'string' },
+    roles: { type: 'array', items: { type: 'string' } },
+    scope: { type: 'string', nullable: true },
+    permissions: { type: 'object', additionalProperties: { type: 'array', items: { type: 'string' } } },
+    authDisabled: { type: 'boolean' }
+  }
+}
+
+export const registerPlatformRoutes: RouteRegistrar = (router, guards, deps) => {
+  defineRoute(router, guards, {
+    method: 'get', path: '/v1/health/live', operationId: 'healthLive', tag: 'platform', auth: 'none', unlimited: true,
+    summary: 'Liveness: 200 while the process runs',
+    responses: { 200: { description: 'alive', schema: { type: 'object', properties: { status: { type: 'string', enum: ['ok'] } } } } }
+  }, ctx => { ctx.body = { status: 'ok' } })
+
+  defineRoute(router, guards, {
+    method: 'get', path: '/v1/health/ready', operationId: 'healthReady', tag: 'platform', auth: 'none', unlimited: true,
+    summary: 'Readiness: database reachable, license verifiable, database at this release',
+    responses: { 200: { description: 'ready', schema: HealthBody }, 503: { description: 'not ready', schema: HealthBody } }
+  }, async ctx => {
+    const r = await readiness(deps.db, deps.config)
+    ctx.status = r.ready ? 200 : 503
+    ctx.body = r.body
+  })
+
+  defineRoute(router, guards, {
+    method: 'get', path: '/metrics', operationId: 'metrics', tag: 'platform', auth: 'metrics', unlimited: true,
+    summary: 'Prometheus metrics (Bearer METRICS_TOKEN when configured)',
+    responses: { 200: { description: 'text exposition format', contentType: 'text/plain', schema: { type: 'string' } } },
+    errors: [401]
+  }, async ctx => {
+    ctx.type = registry.contentType
+    ctx.body = await registry.metrics()
+  })
+
+  const openapiBody = () => buildOpenApi(deps.config.release)
+  defineRoute(router, guards, {
+    method: 'get', path: '/openapi/v1.json', operationId: 'openapi', tag: 'platform', auth: 'none',
+    summary: 'This REST contract (OpenAPI 3.0)',
+    responses: { 200: { description: 'OpenAPI document', schema: { type: 'object' } } }
+  }, ctx => { ctx.body = openapiBody() })
+
+  defineRoute(router, guards, {
+    method: 'get', path: '/v1/auth/me', operationId: 'authMe', tag: 'platform', auth: 'bearer',
+    summary: 'The caller: identity, roles and effective permissions',
+    responses: { 200: { description: 'identity', schema: MeBody } }
+  }, ctx => {
+    const s = ctx.state.service as ServiceContext
+    ctx.body = { sub: s.actor.sub, tenant: s.tenantId, roles: s.actor.roles, scope: s.scope, permissions: s.permissions, authDisabled: deps.config.auth.disabled }
+  })
+}

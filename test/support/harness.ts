@@ -1,0 +1,143 @@
+import http from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { randomUUID } from 'node:crypto'
+import jwt from 'jsonwebtoken'
+import { loadConfig, type Config } from '../../lib/config.js'
+import { createDb, type Db } from '../../lib/db.js'
+import { createLogger } from '../../lib/log.js'
+import { Sequencer, sequencePending } from '../../lib/audit/index.js'
+import { computePermissions } from '../../lib/access/index.js'
+import type { ServiceContext } from '../../lib/context.js'
+import { packageVersion } from '../../lib/release/version.js'
+import { createApp } from '../../server/app.js'
+import { TEST_DATABASE_URL, TEST_JWT_SECRET } from './env.js'
+
+export const silentLog = createLogger('test', 'error')
+
+export function testConfig (env: Record<string, string> = {}): Readonly<Config> {
+  return loadConfig({
+    DATABASE_URL: TEST_DATABASE_URL,
+    AUTH_JWT_SECRET: TEST_JWT_SECRET,
+    RATE_LIMIT_LIMIT: '100000',
+    LOG_LEVEL: 'error',
+    ...env
+  }, packageVersion())
+}
+
+/** A fresh tenant name per test: tests never see each other's data. */
+export function newTenant (prefix = 't'): string {
+  return `${prefix}-${randomUUID().slice(0, 12)}`
+}
+
+export function token (claims: Record<string, unknown>, opts: jwt.SignOptions & { secret?: string } = {}): string {
+  const { secret, ...sign } = opts
+  return jwt.sign({ sub: 'user-1', ...claims }, secret ?? TEST_JWT_SECRET, { algorithm: 'HS256', ...sign })
+}
+
+export interface Response<T = any> {
+  status: number
+  headers: Headers
+  body: T
+  text: string
+}
+
+export interface RequestOptions { token?: string, body?: unknown, headers?: Record<string, string>, raw?: string }
+
+export interface TestServer {
+  base: string
+  db: Db
+  config: Readonly<Config>
+  sequencer: Sequencer
+  request: <T = any>(method: string, path: string, opts?: RequestOptions) => Promise<Response<T>>
+  /** A client bound to one tenant and role set. */
+  as: (tenant: string, roles: string[], sub?: string) => Client
+  close: () => Promise<void>
+}
+
+export interface Client {
+  token: string
+  get: <T = any>(path: string, headers?: Record<string, string>) => Promise<Response<T>>
+  post: <T = any>(path: string, body?: unknown, headers?: Record<string, string>) => Promise<Response<T>>
+  patch: <T = any>(path: string, body?: unknown, headers?: Record<string, string>) => Promise<Response<T>>
+  put: <T = any>(path: string, body?: unknown, headers?: Record<string, string>) => Promise<Response<T>>
+  delete: <T = any>(path: string, headers?: Record<string, string>) => Promise<Response<T>>
+}
+
+/** The real app on a real socket (127.0.0.1, random port) over the real test database. */
+export async function startServer (env: Record<string, string> = {}): Promise<TestServer> {
+  const config = testConfig(env)
+  const db = createDb(config.databaseUrl, { poolMax: 30 })
+  const sequencer = new Sequencer(db, () => {})
+  const app = createApp({ config, db, log: silentLog, sequencer, jobs: null, redis: null })
+  const server = http.createServer(app.callback())
+  await new Promise<void>(resolve => server.listen(0, '127.0.0.1', resolve))
+  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+
+  async function request<T> (method: string, path: string, opts: RequestOptions = {}): Promise<Response<T>> {
+    const headers: Record<string, string> = { ...(opts.headers ?? {}) }
+    if (opts.token !== undefined) headers.Authorization = `Bearer ${opts.token}`
+    let body: string | undefined
+    if (opts.raw !== undefined) body = opts.raw
+    else if (opts.body !== undefined) { body = JSON.stringify(opts.body); headers['Content-Type'] ??= 'application/json' }
+    const res = await fetch(base + path, { method, headers, body })
+    const text = await res.text()
+    let parsed: unknown = text
+    try { parsed = text === '' ? null : JSON.parse(text) } catch { /* not JSON */ }
+    return { status: res.status, headers: res.headers, body: parsed as T, text }
+  }
+
+  function as (tenant: string, roles: string[], sub = 'user-1'): Client {
+    const t = token({ tenant, roles, sub })
+    return {
+      token: t,
+      get: (p, h) => request('GET', p, { token: t, headers: h }),
+      post: (p, b, h) => request('POST', p, { token: t, body: b, headers: h }),
+      patch: (p, b, h) => request('PATCH', p, { token: t, body: b, headers: h }),
+      put: (p, b, h) => request('PUT', p, { token: t, body: b, headers: h }),
+      delete: (p, h) => request('DELETE', p, { token: t, headers: h })
+    }
+  }
+
+  return {
+    base, db, config, sequencer, request, as,
+    async close () {
+      await new Promise<void>(resolve => server.close(() => resolve()))
+      await sequencer.stop()
+      await db.destroy()
+    }
+  }
+}
+
+/** A lib-level context for integration tests that call lib directly. */
+export function serviceContext (db: Db, tenantId: string, roles: string[] = ['owner'], env: Record<string, string> = {}): ServiceContext {
+  return {
+    tenantId,
+    actor: { sub: 'tester', roles },
+    scope: null,
+    permissions: computePermissions(roles, null),
+    requestId: randomUUID(),
+    log: silentLog,
+    db,
+    config: testConfig(env),
+    jobs: null,
+    sequencer: null
+  }
+}
+
+/** Creates and publishes an object type through the API; returns its id. */
+export async function publishedType (c: Client, body: Record<string, unknown> = {}): Promise<string> {
+  const res = await c.post('/v1/object-types', {
+    key: `type_${randomUUID().slice(0, 8)}`,
+    name: 'Test type',
+    attributeSchema: { type: 'object', properties: { name: { type: 'string' }, height: { type: 'number' } } },
+    ...body
+  })
+  if (res.status !== 201) throw new Error(`create type: ${res.status} ${res.text}`)
+  const pub = await c.post(`/v1/object-types/${res.body.id}/publish`, { to: 'published' })
+  if (pub.status !== 200) throw new Error(`publish type: ${pub.status} ${pub.text}`)
+  return res.body.id
+}
+
+export async function flushAudit (db: Db, tenant: string): Promise<void> {
+  await sequencePending(db, tenant)
+}
