@@ -15,6 +15,10 @@ import { registerPlatformRoutes } from './routes/platform.js'
 import { registerObjectTypeRoutes } from './routes/object-types.js'
 import { registerObjectRoutes } from './routes/objects.js'
 import { registerAuditRoutes } from './routes/audit.js'
+import { registerWorkflowRoutes } from './routes/workflows.js'
+import { registerRuleRoutes } from './routes/rules.js'
+import { registerRelationRoutes } from './routes/relations.js'
+import { registerQueryRoutes } from './routes/queries.js'
 
 export interface AppDeps {
   config: Readonly<Config>
@@ -32,7 +36,11 @@ export const ROUTE_MODULES: RouteRegistrar[] = [
   registerPlatformRoutes,
   registerObjectTypeRoutes,
   registerObjectRoutes,
-  registerAuditRoutes
+  registerAuditRoutes,
+  registerWorkflowRoutes,
+  registerRuleRoutes,
+  registerRelationRoutes,
+  registerQueryRoutes
 ]
 
 /** Builds the Koa app without listening (tests drive app.callback()). */
