@@ -1,4 +1,3 @@
-import pg from 'pg'
 import { loadConfigOrExit } from '../lib/config.js'
 import { createLogger } from '../lib/log.js'
 import { packageVersion } from '../lib/release/version.js'
@@ -6,6 +5,7 @@ import { onShutdown, startRuntime } from '../lib/runtime.js'
 import { createQueues } from '../jobs/enqueue.js'
 import { OUTBOX_DISPATCH, type OutboxDispatchPayload } from '../jobs/contracts.js'
 import { handleOutboxDispatch } from '../jobs/handlers/outbox-dispatch.js'
+import * as outbox from '../lib/outbox/index.js'
 
 // config -> runtime -> queues -> handlers -> schedules; stop on SIGTERM. Scales horizontally:
 // every worker competes for the same pg-boss queues and outbox rows (SKIP LOCKED).
@@ -15,20 +15,17 @@ const rt = await startRuntime(config, log, { worker: true })
 await createQueues(rt.boss)
 
 await rt.boss.work<OutboxDispatchPayload>(OUTBOX_DISPATCH.name, { pollingIntervalSeconds: 1, batchSize: 1 }, jobs => handleOutboxDispatch(rt.db, log, jobs))
-// Backstop: a dispatch every minute even if no notification arrives.
-await rt.boss.schedule(OUTBOX_DISPATCH.name, '* * * * *', {})
 
-// NOTIFY outbox_events (sent on commit by lib/outbox) wakes a dispatch at once, coalesced per second.
-const listener = new pg.Client({ connectionString: config.databaseUrl })
-listener.on('error', err => log.error({ err }, 'outbox listener error'))
-await listener.connect()
-await listener.query('LISTEN outbox_events')
-listener.on('notification', () => {
-  void rt.boss.send(OUTBOX_DISPATCH.name, {}, { singletonKey: 'outbox', singletonSeconds: 1 }).catch(err => log.error({ err }, 'outbox wake failed'))
-})
+// Poll the pending-outbox index once a second and wake a dispatch (coalesced by singletonKey
+// across all workers), so events are delivered within about a second of their commit.
+const poll = setInterval(() => {
+  outbox.hasPending(rt.db)
+    .then(pending => pending ? rt.boss.send(OUTBOX_DISPATCH.name, {}, { singletonKey: 'outbox', singletonSeconds: 1 }) : null)
+    .catch(err => log.error({ err }, 'outbox poll failed'))
+}, 1000)
 log.info({ release: config.release }, 'worker started')
 
 onShutdown(log, async () => {
-  await listener.end().catch(() => {})
+  clearInterval(poll)
   await rt.stop()
 })

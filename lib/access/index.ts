@@ -1,10 +1,11 @@
+// The re-exports come first on purpose: lib/audit imports TENANT_RE from here while this module
+// imports lib/audit, so tokens.js must be evaluated before audit is (ESM evaluates in source order).
+export * from './grants.js'
+export * from './tokens.js'
 import type { ServiceContext } from '../context.js'
 import { AppError } from '../errors.js'
 import * as audit from '../audit/index.js'
 import { can, type Action, type Resource } from './grants.js'
-
-export * from './grants.js'
-export * from './tokens.js'
 
 /**
  * Throws FORBIDDEN unless the caller holds `resource:action`. A denial is written to the audit

@@ -1,3 +1,4 @@
+import { createSecretKey, type KeyObject } from 'node:crypto'
 import jwt from 'jsonwebtoken'
 import type { Config } from '../config.js'
 
@@ -16,13 +17,21 @@ export type TokenCheck =
   /** `auditTenant`: the token's tenant when its signature verified (e.g. expired), else `_system`. */
   | { ok: false, reason: string, auditTenant: string, sub: string | null }
 
+// jsonwebtoken turns a string secret into a KeyObject on every verify; keep one per secret.
+const keys = new Map<string, KeyObject>()
+function secretKey (secret: string): KeyObject {
+  let k = keys.get(secret)
+  if (!k) { k = createSecretKey(Buffer.from(secret, 'utf8')); keys.set(secret, k) }
+  return k
+}
+
 /** SPEC section 5 + CONTRACT: HS256 only; iss/aud when configured; sub and tenant required. */
 export function verifyAccessToken (auth: Config['auth'], token: string | null): TokenCheck {
   const fail = (reason: string, auditTenant = SYSTEM_TENANT, sub: string | null = null): TokenCheck => ({ ok: false, reason, auditTenant, sub })
   if (token === null || token === '') return fail('missing bearer token')
   let claims: jwt.JwtPayload
   try {
-    const decoded = jwt.verify(token, auth.jwtSecret, {
+    const decoded = jwt.verify(token, secretKey(auth.jwtSecret), {
       algorithms: ['HS256'],
       ...(auth.issuer !== null ? { issuer: auth.issuer } : {}),
       ...(auth.audience !== null ? { audience: auth.audience } : {})
@@ -40,6 +49,8 @@ export function verifyAccessToken (auth: Config['auth'], token: string | null): 
   }
   const tenant = claims.tenant
   if (typeof tenant !== 'string' || !TENANT_RE.test(tenant)) return fail('token has no valid tenant claim')
+  // `_system` holds the platform's own audit chain; no token may act as that tenant.
+  if (tenant === SYSTEM_TENANT) return fail('tenant _system is reserved')
   if (typeof claims.sub !== 'string' || claims.sub === '') return fail('token has no sub claim', tenant)
   const roles = claims.roles ?? []
   if (!Array.isArray(roles) || !roles.every(r => typeof r === 'string')) return fail('roles claim must be an array of strings', tenant, claims.sub)

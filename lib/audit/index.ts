@@ -24,3 +24,9 @@ export async function recordStandalone (db: Db, tenantId: string, actor: Actor |
 export async function recordForContext (ctx: ServiceContext, event: sql.NewAuditEvent): Promise<void> {
   await recordStandalone(ctx.db, ctx.tenantId, ctx.actor, event, t => ctx.sequencer?.kick(t))
 }
+
+// Read side: list and proof (GET /v1/audit/events, GET /v1/audit/events/{id}/proof).
+export * as schema from './schema.js'
+export { listEvents, authorizeChain, type ListEventsQuery } from './list.js'
+export { proveEvent, walkChain, recomputeHash, ChainWalker, PROOF_BATCH, type Proof } from './proof.js'
+export { toEventDto, type AuditEventDto } from './dto.js'

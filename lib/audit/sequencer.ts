@@ -46,16 +46,19 @@ async function sequenceBatch (tx: Tx, tenantId: string): Promise<number> {
 }
 
 /**
- * Coalesces "sequence this tenant" requests within one process: at most one run per tenant is in
- * flight, and a request that arrives during a run causes exactly one more run after it (the run in
- * flight may have read the pending rows before the new event committed).
+ * Coalesces "sequence this tenant" requests within one process. A kick waits `batchMs` so that
+ * the writes of that window are sequenced by one transaction (one commit instead of one per
+ * write); at most one run per tenant is in flight, and a kick that arrives during a run causes
+ * exactly one more run after it (the run in flight may have read the pending rows before the
+ * new event committed). CONTRACT allows one second from answer to sequenced; the sweep is the
+ * backstop for kicks lost with a process.
  */
 export class Sequencer {
   private running = new Map<string, Promise<void>>()
   private again = new Set<string>()
   private timer: NodeJS.Timeout | null = null
 
-  constructor (private readonly db: Db, private readonly onError: (err: unknown) => void) {}
+  constructor (private readonly db: Db, private readonly onError: (err: unknown) => void, private readonly batchMs = 50) {}
 
   kick (tenantId: string): Promise<void> {
     const inFlight = this.running.get(tenantId)
@@ -65,6 +68,7 @@ export class Sequencer {
     }
     const run = (async () => {
       try {
+        if (this.batchMs > 0) await new Promise(resolve => setTimeout(resolve, this.batchMs))
         do {
           this.again.delete(tenantId)
           await sequencePending(this.db, tenantId)

@@ -1,4 +1,4 @@
-import type { Queryable, Tx } from '../db.js'
+import type { Bindings, Queryable, Tx } from '../db.js'
 
 export interface AuditRow {
   id: string
@@ -64,4 +64,63 @@ export async function tenantsWithPending (db: Queryable, limit = 100): Promise<s
   const rows = await db.raw(`
     SELECT DISTINCT tenant_id FROM audit_events WHERE sequence IS NULL LIMIT ?`, [limit])
   return rows.rows.map((r: { tenant_id: string }) => r.tenant_id)
+}
+
+// ---- Read side (list and proof). Only sequenced rows are visible to readers. ----
+
+/** What a reader sees of an event: every sequenced row has previous_hash and hash. */
+export type SequencedRow = Omit<AuditRow, 'arrival' | 'tenant_id'> & { sequence: number }
+
+const READ_COLS = 'id, sequence, type, actor, resource_type, resource_id, data, occurred_at, previous_hash, hash'
+
+export interface EventFilter {
+  type?: string
+  resourceType?: string
+  resourceId?: string
+  /** occurred_at >= from */
+  from?: string
+  /** occurred_at < to */
+  to?: string
+}
+
+function filterSql (tenantId: string, f: EventFilter): { where: string, params: Bindings } {
+  const where = ['tenant_id = ?', 'sequence IS NOT NULL']
+  const params: Bindings = [tenantId]
+  if (f.type !== undefined) { where.push('type = ?'); params.push(f.type) }
+  if (f.resourceType !== undefined) { where.push('resource_type = ?'); params.push(f.resourceType) }
+  if (f.resourceId !== undefined) { where.push('resource_id = ?'); params.push(f.resourceId) }
+  if (f.from !== undefined) { where.push('occurred_at >= ?::timestamptz'); params.push(f.from) }
+  if (f.to !== undefined) { where.push('occurred_at < ?::timestamptz'); params.push(f.to) }
+  return { where: where.join(' AND '), params }
+}
+
+/**
+ * Newest first. Walks audit_events_tenant_sequence backwards; the type and resource filters have
+ * their own (tenant, ..., sequence) indexes. from/to have no index: they filter the walk.
+ */
+export async function listEvents (db: Queryable, tenantId: string, f: EventFilter, limit: number, offset: number): Promise<{ rows: SequencedRow[], total: number }> {
+  const { where, params } = filterSql(tenantId, f)
+  const [rows, count] = await Promise.all([
+    db.raw(`SELECT ${READ_COLS} FROM audit_events WHERE ${where} ORDER BY sequence DESC LIMIT ? OFFSET ?`, [...params, limit, offset]),
+    db.raw(`SELECT count(*)::int AS n FROM audit_events WHERE ${where}`, params)
+  ])
+  return { rows: rows.rows, total: count.rows[0].n }
+}
+
+export async function findSequencedEvent (db: Queryable, tenantId: string, id: string): Promise<SequencedRow | null> {
+  const r = await db.raw(`SELECT ${READ_COLS} FROM audit_events WHERE id = ? AND tenant_id = ? AND sequence IS NOT NULL`, [id, tenantId])
+  return r.rows[0] ?? null
+}
+
+/** The chain head as the sequencer last left it; null when the tenant has no head row. */
+export async function readHead (db: Queryable, tenantId: string): Promise<{ sequence: number, hash: string } | null> {
+  const row = await db('audit_heads').where({ tenant_id: tenantId }).first('sequence', 'hash')
+  return row === undefined ? null : { sequence: Number(row.sequence), hash: row.hash }
+}
+
+/** One batch of the chain in sequence order, after `afterSequence` (keyset on audit_events_tenant_sequence). */
+export async function chainBatch (db: Queryable, tenantId: string, afterSequence: number, limit: number): Promise<SequencedRow[]> {
+  const r = await db.raw(`SELECT ${READ_COLS} FROM audit_events
+    WHERE tenant_id = ? AND sequence > ? ORDER BY sequence LIMIT ?`, [tenantId, afterSequence, limit])
+  return r.rows
 }

@@ -17,8 +17,14 @@ export async function emitInTransaction (tx: Queryable, tenantId: string, events
     aggregate_id: e.aggregateId,
     payload: JSON.stringify(e.payload)
   })))
-  // Wakes a listening worker on commit (NOTIFY is transactional); polling is the backstop.
-  await tx.raw("SELECT pg_notify('outbox_events', ?)", [tenantId])
+  // No NOTIFY here: NOTIFY serialises every committing transaction of the database on one
+  // queue lock. The worker polls the pending index instead (worker/main.ts).
 }
 
 export { claimAndDeliver, type OutboxConsumer, type DeliveryResult } from './deliver.js'
+
+/** Whether any event awaits delivery (uses the partial index outbox_events_pending). */
+export async function hasPending (db: Queryable): Promise<boolean> {
+  const r = await db.raw('SELECT EXISTS (SELECT 1 FROM outbox_events WHERE delivered_at IS NULL) AS pending')
+  return r.rows[0].pending === true
+}

@@ -15,7 +15,7 @@ export function observe (log: Logger): Middleware {
     const sent = ctx.get('X-Request-Id')
     const requestId = SAFE_REQUEST_ID.test(sent) ? sent : randomUUID()
     ctx.state.requestId = requestId
-    ctx.state.log = log.child({ requestId })
+    ctx.state.log = log.child({ requestId }, true)
     ctx.set('X-Request-Id', requestId)
     try {
       await next()

@@ -1,0 +1,152 @@
+import { randomUUID } from 'node:crypto'
+import { Agent, request } from 'node:http'
+import pg from 'pg'
+import type { Db } from '../lib/db.js'
+import { loadConfig } from '../lib/config.js'
+import { createLogger } from '../lib/log.js'
+import { computePermissions } from '../lib/access/index.js'
+import { Sequencer, eventHash } from '../lib/audit/index.js'
+import type { ServiceContext } from '../lib/context.js'
+import * as objects from '../lib/objects/index.js'
+import { benchTenant, compare, row, throughput } from './support.js'
+
+export interface ObjectsBenchEnv {
+  db: Db
+  databaseUrl: string
+  baseUrl: string
+  tokenFor: (tenant: string) => string
+  rounds: number
+}
+
+const attrs = (i: number) => ({ name: `site ${i}`, height: i % 500 })
+const point = (i: number) => ({ type: 'Point', coordinates: [13 + (i % 1000) / 1000, 52 + (i % 997) / 1000] })
+
+// The rows one object create writes, done by hand: the baseline the HTTP path is measured against.
+const RAW_CREATE = `
+  WITH o AS (
+    INSERT INTO objects (id, tenant_id, type_id, type_version, public_id, attributes, geom, version, valid_from, created_at, updated_at)
+    VALUES ($1::uuid, $2, $3, 1, $1::text, $4::jsonb, ST_SetSRID(ST_GeomFromGeoJSON($5), 4326), 1, now(), now(), now()) RETURNING *
+  ), v AS (
+    INSERT INTO object_versions (object_id, version, tenant_id, type_id, public_id, operation, attributes, geom, created_at, updated_at, valid_from, tx_from, actor)
+    SELECT id, 1, tenant_id, type_id, public_id, 'created', attributes, geom, created_at, updated_at, valid_from, created_at, $6::jsonb FROM o
+  ), a AS (
+    INSERT INTO audit_events (tenant_id, type, actor, resource_type, resource_id, data, occurred_at)
+    SELECT tenant_id, 'object.created', $6::jsonb, 'object', id::text, '{}', now() FROM o WHERE $7
+  ), e AS (
+    INSERT INTO outbox_events (tenant_id, type, aggregate_type, aggregate_id, payload)
+    SELECT tenant_id, 'object.created', 'object', id::text, to_jsonb(o) - 'geom' FROM o
+  )
+  SELECT id FROM o`
+
+const RAW_GET = `SELECT id, type_id, public_id, attributes, ST_AsGeoJSON(geom)::json AS geometry, workflow_state, version,
+  valid_from, created_at, updated_at FROM objects WHERE id = $1 AND tenant_id = $2 AND deleted_at IS NULL`
+
+async function rawCreate (pool: pg.Pool, tenant: string, typeId: string, i: number, opts: { audit: 'none' | 'unsequenced' | 'head-lock' }): Promise<void> {
+  const c = await pool.connect()
+  try {
+    await c.query('BEGIN')
+    const actor = JSON.stringify({ sub: 'bench', roles: ['owner'] })
+    const r = await c.query(RAW_CREATE, [randomUUID(), tenant, typeId, JSON.stringify(attrs(i)), JSON.stringify(point(i)), actor, opts.audit === 'unsequenced'])
+    if (opts.audit === 'head-lock') {
+      // Synchronous sequencing: the tenant's chain head is locked until COMMIT.
+      const head = await c.query('SELECT sequence, hash FROM audit_heads WHERE tenant_id = $1 FOR UPDATE', [tenant])
+      const sequence = Number(head.rows[0].sequence) + 1
+      const occurredAt = new Date(Math.floor(Date.now()))
+      const hash = eventHash(head.rows[0].hash, { sequence, type: 'object.created', actor: { sub: 'bench', roles: ['owner'] }, resourceType: 'object', resourceId: r.rows[0].id, data: {}, occurredAt: occurredAt.toISOString() })
+      await c.query(`INSERT INTO audit_events (tenant_id, sequence, type, actor, resource_type, resource_id, data, occurred_at, previous_hash, hash)
+        VALUES ($1, $2, 'object.created', $3, 'object', $4, '{}', $5, $6, $7)`, [tenant, sequence, actor, r.rows[0].id, occurredAt, head.rows[0].hash, hash])
+      await c.query('UPDATE audit_heads SET sequence = $2, hash = $3 WHERE tenant_id = $1', [tenant, sequence, hash])
+    }
+    await c.query('COMMIT')
+  } catch (err) {
+    await c.query('ROLLBACK')
+    throw err
+  } finally {
+    c.release()
+  }
+}
+
+// A keep-alive node:http client: lighter than fetch, so the figures measure the server.
+const agent = new Agent({ keepAlive: true, maxSockets: 32 })
+
+function http (env: ObjectsBenchEnv, token: string, method: string, path: string, body?: unknown): Promise<any> {
+  const payload = body === undefined ? undefined : JSON.stringify(body)
+  return new Promise((resolve, reject) => {
+    const req = request(env.baseUrl + path, {
+      method,
+      agent,
+      headers: { Authorization: `Bearer ${token}`, ...(payload !== undefined ? { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(payload) } : {}) }
+    }, res => {
+      const chunks: Buffer[] = []
+      res.on('data', c => chunks.push(c))
+      res.on('end', () => {
+        const text = Buffer.concat(chunks).toString('utf8')
+        if ((res.statusCode ?? 500) >= 300) reject(new Error(`${method} ${path}: ${res.statusCode} ${text}`))
+        else resolve(JSON.parse(text))
+      })
+    })
+    req.on('error', reject)
+    req.end(payload)
+  })
+}
+
+async function createType (env: ObjectsBenchEnv, token: string): Promise<string> {
+  const t = await http(env, token, 'POST', '/v1/object-types', {
+    key: 'site', name: 'Site',
+    attributeSchema: { type: 'object', required: ['name'], properties: { name: { type: 'string' }, height: { type: 'number', minimum: 0 } } },
+    geometry: { required: true, types: ['Point'] }
+  })
+  await http(env, token, 'POST', `/v1/object-types/${t.id}/publish`, { to: 'published' })
+  return t.id
+}
+
+function libContext (db: Db, tenant: string, sequencing: 'async' | 'sync', sequencer: Sequencer): ServiceContext {
+  return {
+    tenantId: tenant, actor: { sub: 'bench', roles: ['owner'] }, scope: null, permissions: computePermissions(['owner'], null),
+    requestId: 'bench', log: createLogger('bench', 'error'), db,
+    config: loadConfig({ DATABASE_URL: 'postgres://unused', AUTH_DISABLED: 'true', AUDIT_SEQUENCING: sequencing }),
+    jobs: null, sequencer
+  }
+}
+
+export async function benchObjects (env: ObjectsBenchEnv): Promise<string[]> {
+  const out: string[] = []
+  const tenant = benchTenant('objects')
+  const token = env.tokenFor(tenant)
+  const typeId = await createType(env, token)
+  const pool = new pg.Pool({ connectionString: env.databaseUrl, max: 16 })
+  await pool.query("INSERT INTO audit_heads (tenant_id, sequence, hash) VALUES ($1, 0, repeat('0', 64)) ON CONFLICT DO NOTHING", [`${tenant}-raw`])
+  const ids: string[] = []
+  const httpCreate = (n: number, c: number) => () => throughput(n, c, async i => { ids.push((await http(env, token, 'POST', '/v1/objects', { typeId, attributes: attrs(i), geometry: point(i) })).id) })
+  const sqlCreate = (n: number, c: number, audit: 'none' | 'unsequenced' | 'head-lock' = 'unsequenced') => () => throughput(n, c, i => rawCreate(pool, `${tenant}-raw`, typeId, i, { audit }))
+
+  for (const [c, n] of [[1, 300], [16, 1500]] as const) {
+    out.push(row(`object create, HTTP vs raw SQL, concurrency ${c}`, await compare(env.rounds, httpCreate(n, c), sqlCreate(n, c))))
+  }
+  for (const [c, n] of [[1, 1000], [16, 5000]] as const) {
+    out.push(row(`object get by id, HTTP vs raw SQL, concurrency ${c}`, await compare(env.rounds,
+      () => throughput(n, c, async i => { await http(env, token, 'GET', `/v1/objects/${ids[i % ids.length]}`) }),
+      () => throughput(n, c, async i => { await pool.query(RAW_GET, [ids[i % ids.length], tenant]) }))))
+  }
+
+  // The audit step: what the unsequenced insert costs, and what a per-tenant head lock held to
+  // COMMIT (synchronous sequencing) would cost, at concurrency 16 in one tenant.
+  out.push(row('raw create, unsequenced audit vs no audit, c16', await compare(env.rounds, sqlCreate(1500, 16, 'unsequenced'), sqlCreate(1500, 16, 'none'))))
+  out.push(row('raw create, head-lock audit vs no audit, c16', await compare(env.rounds, sqlCreate(1500, 16, 'head-lock'), sqlCreate(1500, 16, 'none'))))
+  const sequencer = new Sequencer(env.db, err => { throw err })
+  // Objects of tenant-lib need a type of that tenant.
+  const libType = await env.db.raw(`
+    WITH t AS (INSERT INTO object_types (tenant_id, key, published_version) VALUES (?, 'site', 1) RETURNING id)
+    INSERT INTO object_type_versions (type_id, tenant_id, version, status, definition)
+    SELECT id, ?, 1, 'published', ?::jsonb FROM t RETURNING type_id`,
+  [`${tenant}-lib`, `${tenant}-lib`, JSON.stringify({ name: 'Site', description: null, attributeSchema: null, geometry: { required: false, types: [] }, validationRules: [], workflowId: null, publicIdTemplate: null })])
+  const libTypeId = libType.rows[0].type_id as string
+  const libOp = (mode: 'async' | 'sync') => {
+    const ctx = libContext(env.db, `${tenant}-lib`, mode, sequencer)
+    return () => throughput(1500, 16, async i => { await objects.createObject(ctx, { typeId: libTypeId, attributes: attrs(i), geometry: point(i) }) })
+  }
+  out.push(row('pipeline create, async vs sync sequencing, c16', await compare(env.rounds, libOp('async'), libOp('sync'))))
+  await sequencer.stop()
+  await pool.end()
+  return out
+}

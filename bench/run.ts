@@ -1,0 +1,61 @@
+import { spawn, type ChildProcess } from 'node:child_process'
+import { createServer } from 'node:net'
+import pg from 'pg'
+import jwt from 'jsonwebtoken'
+import { createDb } from '../lib/db.js'
+import { benchObjects } from './objects.js'
+
+// `npm run bench`: starts the real API as its own process on a benchmark database and prints
+// each figure as a ratio against a baseline measured in the same run.
+const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/spatial_bench'
+const SECRET = 'bench-secret-that-is-at-least-32-characters'
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
+
+async function ensureDatabase (): Promise<void> {
+  const url = new URL(DATABASE_URL)
+  const admin = new pg.Client({ connectionString: Object.assign(new URL(url), { pathname: '/postgres' }).toString() })
+  await admin.connect()
+  const name = url.pathname.slice(1)
+  const r = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [name])
+  if (r.rowCount === 0) await admin.query(`CREATE DATABASE "${name.replace(/"/g, '')}"`)
+  await admin.end()
+}
+
+function freePort (): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port
+      s.close(() => resolve(port))
+    }).on('error', reject)
+  })
+}
+
+const env = { ...process.env, DATABASE_URL, AUTH_JWT_SECRET: SECRET, RATE_LIMIT_LIMIT: '100000000', LOG_LEVEL: 'error' }
+
+function run (script: string, extra: Record<string, string> = {}): ChildProcess {
+  return spawn(process.execPath, ['--import', 'tsx', script], { env: { ...env, ...extra }, stdio: ['ignore', 'ignore', 'inherit'] })
+}
+
+async function waitReady (base: string): Promise<void> {
+  for (let i = 0; i < 100; i++) {
+    try { if ((await fetch(`${base}/v1/health/ready`)).status === 200) return } catch { /* starting */ }
+    await new Promise(r => setTimeout(r, 100))
+  }
+  throw new Error('API did not become ready')
+}
+
+await ensureDatabase()
+await new Promise<void>((resolve, reject) => run('db/setup.ts').on('exit', code => code === 0 ? resolve() : reject(new Error(`setup exited ${code}`))))
+const port = await freePort()
+const api = run('server/main.ts', { PORT: String(port) })
+const baseUrl = `http://127.0.0.1:${port}`
+const db = createDb(DATABASE_URL, { poolMax: 16 })
+try {
+  await waitReady(baseUrl)
+  const tokenFor = (tenant: string) => jwt.sign({ sub: 'bench', tenant, roles: ['owner'] }, SECRET, { algorithm: 'HS256' })
+  console.log(`bench: ${ROUNDS} alternating rounds each, medians; ratio = candidate / baseline (higher is better for ops/s)`)
+  for (const line of await benchObjects({ db, databaseUrl: DATABASE_URL, baseUrl, tokenFor, rounds: ROUNDS })) console.log(line)
+} finally {
+  api.kill('SIGTERM')
+  await db.destroy()
+}

@@ -1,0 +1,41 @@
+import { randomUUID } from 'node:crypto'
+
+/** Runs `total` calls of `op` with `concurrency` in flight; returns operations per second. */
+export async function throughput (total: number, concurrency: number, op: (i: number) => Promise<void>): Promise<number> {
+  let next = 0
+  const started = process.hrtime.bigint()
+  await Promise.all(Array.from({ length: concurrency }, async () => {
+    for (;;) {
+      const i = next++
+      if (i >= total) return
+      await op(i)
+    }
+  }))
+  const seconds = Number(process.hrtime.bigint() - started) / 1e9
+  return total / seconds
+}
+
+/**
+ * Measures a candidate and its baseline in alternating rounds (so drift on a shared machine hits
+ * both alike) and reports the median of each. Ratio = candidate / baseline.
+ */
+export async function compare (rounds: number, candidate: () => Promise<number>, baseline: () => Promise<number>): Promise<{ candidate: number, baseline: number, ratio: number }> {
+  const c: number[] = []
+  const b: number[] = []
+  for (let r = 0; r < rounds; r++) {
+    b.push(await baseline())
+    c.push(await candidate())
+  }
+  const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)]
+  const mc = median(c)
+  const mb = median(b)
+  return { candidate: mc, baseline: mb, ratio: mc / mb }
+}
+
+export function row (label: string, r: { candidate: number, baseline: number, ratio: number }, unit = 'ops/s'): string {
+  return `${label.padEnd(44)} ${r.candidate.toFixed(0).padStart(8)} ${unit}  vs ${r.baseline.toFixed(0).padStart(8)} ${unit}  ratio ${r.ratio.toFixed(2)}`
+}
+
+export function benchTenant (what: string): string {
+  return `bench-${what}-${randomUUID().slice(0, 8)}`
+}

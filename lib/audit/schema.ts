@@ -1,0 +1,82 @@
+import { PagingQuery, Timestamp, Uuid, envelope } from '../schemas.js'
+// From tokens.js, not access/index.js: access/index imports lib/audit, and this constant is read
+// while modules are still loading, so going through the cycle would depend on evaluation order.
+import { TENANT_RE } from '../access/tokens.js'
+
+const Hash = { type: 'string', pattern: '^[0-9a-f]{64}$', description: 'SHA-256, lowercase hex' } as const
+
+const ChainTenant = {
+  type: 'string',
+  pattern: TENANT_RE.source,
+  description: 'The chain to read: your own tenant (the default) or `_system`, which holds authentication failures whose ' +
+    'token signature did not verify and is readable only with the `system_admin` role. Any other tenant gives 403.'
+} as const
+
+export const AuditEvent = {
+  type: 'object',
+  required: ['id', 'sequence', 'type', 'actor', 'resourceType', 'resourceId', 'data', 'occurredAt', 'previousHash', 'hash'],
+  properties: {
+    id: Uuid,
+    sequence: { type: 'integer', minimum: 1, description: 'Position in the tenant\'s chain, from 1, without gaps' },
+    type: { type: 'string', example: 'object.created', description: 'e.g. auth.failed, permission.denied, license.limit_exceeded, object.created|updated|deleted, workflow.transitioned, automation.executed, policy.updated, license.installed' },
+    actor: {
+      type: 'object',
+      nullable: true,
+      description: 'Who acted; null when nobody was authenticated (auth.failed)',
+      required: ['sub', 'roles'],
+      properties: { sub: { type: 'string' }, roles: { type: 'array', items: { type: 'string' } } }
+    },
+    resourceType: { type: 'string', nullable: true },
+    resourceId: { type: 'string', nullable: true },
+    data: { description: 'Event details (a JSON object for the built-in types); the shape depends on the type' },
+    occurredAt: Timestamp,
+    previousHash: { ...Hash, description: 'hash of the event at sequence - 1; 64 zeros for sequence 1' },
+    hash: { ...Hash, description: 'sha256hex(previousHash + RFC 8785 canonical JSON of {sequence, type, actor, resourceType, resourceId, data, occurredAt})' }
+  }
+} as const
+
+export const AuditEventList = envelope(AuditEvent)
+
+export const ListAuditEventsQuery = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    ...PagingQuery,
+    type: { type: 'string', minLength: 1, maxLength: 200, description: 'Exact event type, e.g. object.updated' },
+    resourceType: { type: 'string', minLength: 1, maxLength: 200, description: 'Exact resource type, e.g. object' },
+    resourceId: { type: 'string', minLength: 1, maxLength: 200, description: 'Exact resource id' },
+    from: { ...Timestamp, description: 'Events with occurredAt at or after this time (inclusive)' },
+    to: { ...Timestamp, description: 'Events with occurredAt before this time (exclusive); must not be before from' },
+    tenant: ChainTenant
+  }
+} as const
+
+export const ProofQuery = {
+  type: 'object',
+  additionalProperties: false,
+  properties: { tenant: ChainTenant }
+} as const
+
+export const AuditProof = {
+  type: 'object',
+  required: ['eventId', 'sequence', 'hash', 'previousHash', 'valid', 'checks', 'headSequence', 'headHash'],
+  properties: {
+    eventId: Uuid,
+    sequence: { type: 'integer', minimum: 1 },
+    hash: { ...Hash, description: 'The event\'s stored hash' },
+    previousHash: { ...Hash, description: 'The event\'s stored previousHash' },
+    valid: { type: 'boolean', description: 'True only when all three checks pass: false when any row between genesis and the head was altered, removed or added' },
+    checks: {
+      type: 'object',
+      required: ['hashMatches', 'linkMatches', 'chainIntact'],
+      properties: {
+        hashMatches: { type: 'boolean', description: 'The event\'s hash recomputes from its fields and previousHash' },
+        linkMatches: { type: 'boolean', description: 'The event\'s previousHash is the stored hash of the event before it (64 zeros for sequence 1)' },
+        chainIntact: { type: 'boolean', description: 'Every event from genesis to the head recomputes and links, sequences run 1..head without a gap, and the last event is the recorded head' }
+      }
+    },
+    headSequence: { type: 'integer', nullable: true, description: 'Sequence of the chain head; null if the head record is missing' },
+    headHash: { ...Hash, nullable: true, description: 'Hash of the chain head; null if the head record is missing' },
+    brokenAt: { type: 'integer', minimum: 1, description: 'Present when the chain is not intact: the first sequence where a check fails (a missing event fails at its own sequence)' }
+  }
+} as const

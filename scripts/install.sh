@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs what the platform needs on a fresh Debian machine of this kind: PostgreSQL running,
+# PostGIS, Redis if present, Node 24 (the npm package node@24) and the npm packages.
+# Idempotent. Sourced by scripts/start.sh and .ci/run.
+set -euo pipefail
+
+echo "== services"
+if ! pg_isready -h 127.0.0.1 -p 5432 -q; then
+  pg_ctlcluster --skip-systemctl-redirect 15 main start || pg_ctlcluster 15 main start
+  for _ in $(seq 1 30); do pg_isready -h 127.0.0.1 -p 5432 -q && break; sleep 1; done
+fi
+if command -v redis-server >/dev/null && ! redis-cli -h 127.0.0.1 ping >/dev/null 2>&1; then
+  redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no || true
+fi
+
+echo "== PostGIS"
+if ! dpkg -s postgresql-15-postgis-3 >/dev/null 2>&1; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq postgresql-15-postgis-3 >/dev/null
+fi
+
+echo "== Node 24 and packages"
+npm ci --no-audit --no-fund --loglevel=error
+export PATH="$PWD/node_modules/.bin:$PATH"
+node --version
