@@ -1,4 +1,5 @@
 import { PgBoss } from 'pg-boss'
+import '../lib/modules.js'
 import { loadConfigOrExit } from '../lib/config.js'
 import { createDb } from '../lib/db.js'
 import { createLogger } from '../lib/log.js'

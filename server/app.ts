@@ -1,4 +1,5 @@
 import Koa from 'koa'
+import '../lib/modules.js'
 import Router from '@koa/router'
 import type { Redis } from 'ioredis'
 import type { Config } from '../lib/config.js'

@@ -1,4 +1,5 @@
 import { loadConfigOrExit } from '../lib/config.js'
+import '../lib/modules.js'
 import { createLogger } from '../lib/log.js'
 import { packageVersion } from '../lib/release/version.js'
 import { onShutdown, startRuntime } from '../lib/runtime.js'
@@ -23,9 +24,9 @@ const poll = setInterval(() => {
     .then(pending => pending ? rt.boss.send(OUTBOX_DISPATCH.name, {}, { singletonKey: 'outbox', singletonSeconds: 1 }) : null)
     .catch(err => log.error({ err }, 'outbox poll failed'))
 }, 1000)
-log.info({ release: config.release }, 'worker started')
-
 onShutdown(log, async () => {
   clearInterval(poll)
   await rt.stop()
 })
+// Announced only once SIGTERM is handled: a signal right after this line still stops gracefully.
+log.info({ release: config.release }, 'worker started')

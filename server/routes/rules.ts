@@ -1,4 +1,63 @@
 import type { RouteRegistrar } from '../app.js'
+import { defineRoute } from '../openapi/registry.js'
+import * as rules from '../../lib/rules/index.js'
+import * as objectTypes from '../../lib/object-types/index.js'
+import { parseQuery } from '../../lib/validation.js'
+import { idParam, service } from '../http/common.js'
 
-// rules routes: filled in by the rules capability.
-export const registerRuleRoutes: RouteRegistrar = () => {}
+const S = rules.schema
+
+export const registerRuleRoutes: RouteRegistrar = (router, guards) => {
+  defineRoute(router, guards, {
+    method: 'get', path: '/v1/rules', operationId: 'listRules', tag: 'rules', auth: 'bearer',
+    summary: 'List reusable rules (each with its latest version)', query: S.ListRulesQuery,
+    responses: { 200: { description: 'a page of rules', schema: S.RuleList } }, errors: [400]
+  }, async ctx => {
+    ctx.body = await rules.listRules(service(ctx), parseQuery(S.ListRulesQuery, ctx.query))
+  })
+
+  defineRoute(router, guards, {
+    method: 'post', path: '/v1/rules', operationId: 'createRule', tag: 'rules', auth: 'bearer',
+    summary: 'Create a reusable rule (version 1, draft)', body: S.CreateRuleBody,
+    responses: { 201: { description: 'created', schema: S.RuleBody } }, errors: [409]
+  }, async ctx => {
+    const r = await rules.createRule(service(ctx), ctx.request.body)
+    ctx.status = 201
+    ctx.set('Location', `/v1/rules/${r.id}`)
+    ctx.body = r
+  })
+
+  defineRoute(router, guards, {
+    method: 'get', path: '/v1/rules/:id', operationId: 'getRule', tag: 'rules', auth: 'bearer',
+    summary: 'Read a rule', pathParams: idParam,
+    responses: { 200: { description: 'the rule', schema: S.RuleBody } }, errors: [404]
+  }, async ctx => {
+    ctx.body = await rules.getRule(service(ctx), ctx.params.id)
+  })
+
+  defineRoute(router, guards, {
+    method: 'patch', path: '/v1/rules/:id', operationId: 'patchRule', tag: 'rules', auth: 'bearer',
+    summary: 'Edit the latest draft or sandbox version; a published latest version gets a new draft version',
+    pathParams: idParam, body: S.PatchRuleBody,
+    responses: { 200: { description: 'updated', schema: S.RuleBody } }, errors: [404]
+  }, async ctx => {
+    ctx.body = await rules.patchRule(service(ctx), ctx.params.id, ctx.request.body)
+  })
+
+  defineRoute(router, guards, {
+    method: 'post', path: '/v1/rules/:id/publish', operationId: 'publishRule', tag: 'rules', auth: 'bearer',
+    summary: 'Move the latest version forward: draft -> sandbox -> published (guards use the published one)',
+    pathParams: idParam, body: S.PublishRuleBody, bodyRequired: false,
+    responses: { 200: { description: 'moved', schema: S.RuleBody } }, errors: [404, 409]
+  }, async ctx => {
+    ctx.body = await rules.publishRule(service(ctx), ctx.params.id, ctx.request.body)
+  })
+
+  defineRoute(router, guards, {
+    method: 'get', path: '/v1/schema-registry/rules/:id', operationId: 'ruleSchemaVersions', tag: 'schema-registry', auth: 'bearer',
+    summary: 'Every version of a rule with its status and definition ({name, kind, definition})', pathParams: idParam,
+    responses: { 200: { description: 'versions', schema: objectTypes.schema.SchemaRegistryBody } }, errors: [404]
+  }, async ctx => {
+    ctx.body = await rules.ruleRegistry(service(ctx), ctx.params.id)
+  })
+}

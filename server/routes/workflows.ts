@@ -1,4 +1,77 @@
 import type { RouteRegistrar } from '../app.js'
+import { defineRoute } from '../openapi/registry.js'
+// Importing lib/workflows also registers its hooks (initial state of new objects, workflowId references).
+import * as workflows from '../../lib/workflows/index.js'
+import * as objectTypes from '../../lib/object-types/index.js'
+import { parseQuery } from '../../lib/validation.js'
+import { readIfMatch, setVersionHeaders } from '../http/preconditions.js'
+import { ETagHeader, IfMatchOptional, idParam, service } from '../http/common.js'
+import { ObjectBody } from '../../lib/objects/schema.js'
 
-// workflows routes: filled in by the workflows capability.
-export const registerWorkflowRoutes: RouteRegistrar = () => {}
+const S = workflows.schema
+
+export const registerWorkflowRoutes: RouteRegistrar = (router, guards) => {
+  defineRoute(router, guards, {
+    method: 'get', path: '/v1/workflows', operationId: 'listWorkflows', tag: 'workflows', auth: 'bearer',
+    summary: 'List workflows (each at its latest version)', query: S.ListWorkflowsQuery,
+    responses: { 200: { description: 'a page of workflows', schema: S.WorkflowList } }, errors: [400]
+  }, async ctx => {
+    ctx.body = await workflows.listWorkflows(service(ctx), parseQuery(S.ListWorkflowsQuery, ctx.query))
+  })
+
+  defineRoute(router, guards, {
+    method: 'post', path: '/v1/workflows', operationId: 'createWorkflow', tag: 'workflows', auth: 'bearer',
+    summary: 'Create a workflow state machine (version 1, effective at once)', body: S.CreateWorkflowBody,
+    responses: { 201: { description: 'created', schema: S.WorkflowBody } }, errors: [409]
+  }, async ctx => {
+    const wf = await workflows.createWorkflow(service(ctx), ctx.request.body)
+    ctx.status = 201
+    ctx.set('Location', `/v1/workflows/${wf.id}`)
+    ctx.body = wf
+  })
+
+  defineRoute(router, guards, {
+    method: 'get', path: '/v1/workflows/:id', operationId: 'getWorkflow', tag: 'workflows', auth: 'bearer',
+    summary: 'Read a workflow definition (its latest version)', pathParams: idParam,
+    responses: { 200: { description: 'the workflow', schema: S.WorkflowBody } }, errors: [404]
+  }, async ctx => {
+    ctx.body = await workflows.getWorkflow(service(ctx), ctx.params.id)
+  })
+
+  defineRoute(router, guards, {
+    method: 'patch', path: '/v1/workflows/:id', operationId: 'patchWorkflow', tag: 'workflows', auth: 'bearer',
+    summary: 'Change a workflow: the result is version N+1, effective at once (If-Match optional)',
+    pathParams: idParam, headers: IfMatchOptional, body: S.PatchWorkflowBody,
+    responses: { 200: { description: 'the new version', schema: S.WorkflowBody } }, errors: [404, 409]
+  }, async ctx => {
+    ctx.body = await workflows.patchWorkflow(service(ctx), ctx.params.id, ctx.request.body, readIfMatch(ctx))
+  })
+
+  defineRoute(router, guards, {
+    method: 'get', path: '/v1/schema-registry/workflows/:id', operationId: 'workflowSchemaVersions', tag: 'schema-registry', auth: 'bearer',
+    summary: 'Every version of a workflow (each published when written)', pathParams: idParam,
+    responses: { 200: { description: 'versions', schema: objectTypes.schema.SchemaRegistryBody } }, errors: [404]
+  }, async ctx => {
+    ctx.body = await workflows.workflowRegistry(service(ctx), ctx.params.id)
+  })
+
+  defineRoute(router, guards, {
+    method: 'post', path: '/v1/objects/:id/workflow/transitions', operationId: 'transitionObject', tag: 'workflows', auth: 'bearer',
+    summary: 'Move an object to another workflow state (guards must pass; If-Match optional)',
+    description: 'No workflow or no such move from the current state: 409 INVALID_TRANSITION. A failing guard: 403 GUARD_FAILED with details.guards as in explain.',
+    pathParams: idParam, headers: IfMatchOptional, body: S.TransitionBody,
+    responses: { 200: { description: 'the object in its new state', schema: ObjectBody, headers: ETagHeader } }, errors: [404, 409]
+  }, async ctx => {
+    const o = await workflows.transitionObject(service(ctx), ctx.params.id, ctx.request.body, readIfMatch(ctx))
+    setVersionHeaders(ctx, o.version)
+    ctx.body = o
+  })
+
+  defineRoute(router, guards, {
+    method: 'get', path: '/v1/objects/:id/workflow/explain-transitions', operationId: 'explainTransitions', tag: 'workflows', auth: 'bearer',
+    summary: 'Every transition from the current state, allowed or not, with each guard\'s outcome and reason', pathParams: idParam,
+    responses: { 200: { description: 'the explanation', schema: S.ExplainBody } }, errors: [404]
+  }, async ctx => {
+    ctx.body = await workflows.explainTransitions(service(ctx), ctx.params.id)
+  })
+}

@@ -1,0 +1,4 @@
+// Wires the modules' cross-module hooks (object types may reference workflows; new objects take
+// their workflow's initial state). Every entry point imports this once — server/app.ts,
+// worker/main.ts, db/setup.ts — so no process can create objects with the hooks missing.
+import './workflows/hooks.js'

@@ -1,0 +1,117 @@
+import type { Bindings, Queryable, Tx } from '../db.js'
+import type { RuleContent, RuleKind } from './definition.js'
+
+export type RuleStatus = 'draft' | 'sandbox' | 'published'
+
+export interface RuleRow {
+  id: string
+  tenant_id: string
+  key: string
+  kind: RuleKind
+  latest_version: number
+  published_version: number | null
+  created_at: Date
+  updated_at: Date
+}
+
+export interface RuleVersionRow {
+  rule_id: string
+  version: number
+  status: RuleStatus
+  definition: RuleContent
+  created_at: Date
+  created_by: string | null
+  sandbox_at: Date | null
+  published_at: Date | null
+}
+
+export type RuleWithLatest = RuleRow & { latest_status: RuleStatus, latest_content: RuleContent }
+
+const NOW_MS = "date_trunc('milliseconds', now())"
+
+const LATEST = `
+  SELECT r.*, v.status AS latest_status, v.definition AS latest_content
+  FROM rules r JOIN rule_versions v ON v.rule_id = r.id AND v.version = r.latest_version`
+
+/** One rule with its latest version; `lock` serialises writers of the rule (FOR UPDATE). */
+export async function findRule (db: Queryable, tenantId: string, id: string, lock = false): Promise<RuleWithLatest | null> {
+  const r = await db.raw(`${LATEST} WHERE r.id = ? AND r.tenant_id = ?${lock ? ' FOR UPDATE OF r' : ''}`, [id, tenantId])
+  return r.rows[0] ?? null
+}
+
+export interface RuleFilter { limit: number, offset: number, kind?: string, status?: string, key?: string }
+
+/** Relies on rules_tenant_created for the default order. */
+export async function listRules (db: Queryable, tenantId: string, f: RuleFilter): Promise<{ rows: RuleWithLatest[], total: number }> {
+  const where = ['r.tenant_id = ?']
+  const params: Bindings = [tenantId]
+  if (f.kind !== undefined) { where.push('r.kind = ?'); params.push(f.kind) }
+  if (f.status !== undefined) { where.push('v.status = ?'); params.push(f.status) }
+  if (f.key !== undefined) { where.push('r.key = ?'); params.push(f.key) }
+  const cond = where.join(' AND ')
+  const [rows, count] = await Promise.all([
+    db.raw(`${LATEST} WHERE ${cond} ORDER BY r.created_at, r.id LIMIT ? OFFSET ?`, [...params, f.limit, f.offset]),
+    db.raw(`SELECT count(*)::int AS n FROM rules r JOIN rule_versions v ON v.rule_id = r.id AND v.version = r.latest_version WHERE ${cond}`, params)
+  ])
+  return { rows: rows.rows, total: count.rows[0].n }
+}
+
+export async function insertRule (tx: Tx, tenantId: string, key: string, kind: RuleKind): Promise<RuleRow> {
+  const [row] = await tx('rules').insert({ tenant_id: tenantId, key, kind }).returning('*')
+  return row
+}
+
+export async function insertVersion (tx: Tx, tenantId: string, ruleId: string, version: number, content: RuleContent, createdBy: string): Promise<void> {
+  await tx('rule_versions').insert({ rule_id: ruleId, tenant_id: tenantId, version, status: 'draft', definition: JSON.stringify(content), created_by: createdBy })
+}
+
+export async function updateVersionContent (tx: Tx, ruleId: string, version: number, content: RuleContent): Promise<void> {
+  await tx('rule_versions').where({ rule_id: ruleId, version }).update({ definition: JSON.stringify(content) })
+}
+
+export async function setVersionStatus (tx: Tx, ruleId: string, version: number, status: 'sandbox' | 'published'): Promise<void> {
+  const now = tx.raw(NOW_MS)
+  await tx('rule_versions').where({ rule_id: ruleId, version }).update({
+    status,
+    sandbox_at: tx.raw('coalesce(sandbox_at, ?)', [now]),
+    ...(status === 'published' ? { published_at: now } : {})
+  })
+}
+
+export async function touchRule (tx: Tx, id: string, patch: Partial<Pick<RuleRow, 'latest_version' | 'published_version'>>): Promise<void> {
+  await tx('rules').where({ id }).update({ ...patch, updated_at: tx.raw(NOW_MS) })
+}
+
+export async function listVersions (db: Queryable, ruleId: string): Promise<RuleVersionRow[]> {
+  return db('rule_versions').where({ rule_id: ruleId }).orderBy('version').select('*')
+}
+
+/** The ids among `ids` that are rules of the tenant (for reference checks when a workflow is saved). */
+export async function existingRuleIds (db: Queryable, tenantId: string, ids: string[]): Promise<string[]> {
+  if (ids.length === 0) return []
+  const r = await db.raw('SELECT id FROM rules WHERE tenant_id = ? AND id = ANY(?::uuid[])', [tenantId, ids])
+  return r.rows.map((x: { id: string }) => x.id)
+}
+
+export interface GuardRuleRow {
+  id: string
+  key: string
+  kind: RuleKind
+  latest_version: number
+  latest_status: RuleStatus
+  published_version: number | null
+  published_content: RuleContent | null
+}
+
+/** The rules a set of guards names, each with its published content (null when never published). */
+export async function findGuardRules (db: Queryable, tenantId: string, ids: string[]): Promise<GuardRuleRow[]> {
+  if (ids.length === 0) return []
+  const r = await db.raw(`
+    SELECT r.id, r.key, r.kind, r.latest_version, lv.status AS latest_status, r.published_version,
+      pv.definition AS published_content
+    FROM rules r
+    JOIN rule_versions lv ON lv.rule_id = r.id AND lv.version = r.latest_version
+    LEFT JOIN rule_versions pv ON pv.rule_id = r.id AND pv.version = r.published_version
+    WHERE r.tenant_id = ? AND r.id = ANY(?::uuid[])`, [tenantId, ids])
+  return r.rows
+}
