@@ -45,10 +45,12 @@ function str (env: Env, name: string): string | null {
   return v === undefined || v.trim() === '' ? null : v
 }
 
+// Echoed values are JSON-quoted so a value holding a newline still makes ONE error line
+// (CONTRACT "Platform"). Secrets and URLs (which may hold passwords) are never echoed.
 function int (env: Env, name: string, def: number, min: number, max = Number.MAX_SAFE_INTEGER): number {
   const raw = str(env, name)
   if (raw === null) return def
-  if (!/^\d+$/.test(raw.trim())) throw new ConfigError(name, `must be a whole number, got "${raw}"`)
+  if (!/^\d+$/.test(raw.trim())) throw new ConfigError(name, `must be a whole number, got ${JSON.stringify(raw)}`)
   const n = Number(raw)
   if (n < min || n > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${n}`)
   return n
@@ -60,14 +62,14 @@ function bool (env: Env, name: string, def: boolean): boolean {
   const v = raw.trim().toLowerCase()
   if (v === 'true' || v === '1') return true
   if (v === 'false' || v === '0') return false
-  throw new ConfigError(name, `must be true or false, got "${raw}"`)
+  throw new ConfigError(name, `must be true or false, got ${JSON.stringify(raw)}`)
 }
 
 function oneOf<T extends string> (env: Env, name: string, allowed: readonly T[], def: T): T {
   const raw = str(env, name)
   if (raw === null) return def
   const v = raw.trim().toLowerCase() as T
-  if (!allowed.includes(v)) throw new ConfigError(name, `must be one of ${allowed.join(', ')}, got "${raw}"`)
+  if (!allowed.includes(v)) throw new ConfigError(name, `must be one of ${allowed.join(', ')}, got ${JSON.stringify(raw)}`)
   return v
 }
 

@@ -41,6 +41,16 @@ export async function startRuntime (config: Readonly<Config>, log: Logger, opts:
   }
 }
 
+/** Like startRuntime, but an unreachable database ends the process with one line (and exit 1). */
+export async function startRuntimeOrExit (config: Readonly<Config>, log: Logger, opts: { worker: boolean }): Promise<Runtime> {
+  try {
+    return await startRuntime(config, log, opts)
+  } catch (err) {
+    process.stderr.write(`startup failed: cannot reach the database at DATABASE_URL (${(err as Error).message})\n`)
+    process.exit(1)
+  }
+}
+
 /** SIGTERM/SIGINT run `stop` once, then exit; a second signal exits at once. */
 export function onShutdown (log: Logger, stop: () => Promise<void>): void {
   let stopping = false

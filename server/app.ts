@@ -57,19 +57,22 @@ export function createApp (deps: AppDeps): Koa {
 
   // Per-route guards follow the declared auth kind; the order matters: identify before the
   // limiter (it keys on the identity), the limiter before the 401 (failed logins are counted).
+  // Bodies are parsed last, after routing, limiting and authentication: an unauthenticated or
+  // throttled client never makes us read its body, and a route that takes none ignores it.
+  const body = jsonBody(deps.config.maxBodyBytes)
   const guards: RouteGuards = spec => {
     const limit = spec.unlimited === true ? [] : [limited]
+    const parse = spec.body !== undefined ? [body] : []
     switch (spec.auth) {
-      case 'bearer': return [who, ...limit, must]
+      case 'bearer': return [who, ...limit, must, ...parse]
       case 'metrics': return [...limit, metricsAuth]
-      case 'webhook': case 'none': return limit
+      case 'webhook': case 'none': return [...limit, ...parse]
     }
   }
   for (const register of ROUTE_MODULES) register(router, guards, deps)
 
   app.use(observe(deps.log))
   app.use(errorBodies())
-  app.use(jsonBody(deps.config.maxBodyBytes))
   app.use(router.routes())
   app.use(router.allowedMethods())
   app.on('error', () => { /* answered by errorBodies; logged there */ })

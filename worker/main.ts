@@ -2,7 +2,7 @@ import { loadConfigOrExit } from '../lib/config.js'
 import '../lib/modules.js'
 import { createLogger } from '../lib/log.js'
 import { packageVersion } from '../lib/release/version.js'
-import { onShutdown, startRuntime } from '../lib/runtime.js'
+import { onShutdown, startRuntimeOrExit } from '../lib/runtime.js'
 import { createQueues } from '../jobs/enqueue.js'
 import { OUTBOX_DISPATCH, type OutboxDispatchPayload } from '../jobs/contracts.js'
 import { handleOutboxDispatch } from '../jobs/handlers/outbox-dispatch.js'
@@ -12,7 +12,7 @@ import * as outbox from '../lib/outbox/index.js'
 // every worker competes for the same pg-boss queues and outbox rows (SKIP LOCKED).
 const config = loadConfigOrExit(process.env, packageVersion())
 const log = createLogger('worker', config.logLevel)
-const rt = await startRuntime(config, log, { worker: true })
+const rt = await startRuntimeOrExit(config, log, { worker: true })
 await createQueues(rt.boss)
 
 await rt.boss.work<OutboxDispatchPayload>(OUTBOX_DISPATCH.name, { pollingIntervalSeconds: 1, batchSize: 1 }, jobs => handleOutboxDispatch(rt.db, log, jobs))

@@ -8,18 +8,40 @@ export interface Readiness {
   body: { status: 'ok' | 'error', checks: { database: string, license: string, release: string } }
 }
 
-/** Ready when the database answers, the license verifies and the database runs our release. */
+/**
+ * Ready when the database answers, the license verifies and the database runs our release
+ * (CONTRACT "Platform", SPEC 9.4). The database and the release are checked apart, so a reachable
+ * database the setup job has not run against reads `database: ok, release: not_recorded`.
+ */
 export async function readiness (db: Db, config: Readonly<Config>): Promise<Readiness> {
-  let database = 'ok'
-  let release = 'ok'
-  try {
-    const recorded = await recordedRelease(db)
-    if (recorded !== config.release) release = recorded === null ? 'not_recorded' : `mismatch: database has ${recorded}, process is ${config.release}`
-  } catch {
-    database = 'unreachable'
-    release = 'unknown'
-  }
+  const database = await checkDatabase(db)
+  const release = database === 'ok' ? await checkRelease(db, config.release) : 'unknown'
   const license = environmentLicenseStatus(config.license)
   const ready = database === 'ok' && release === 'ok' && license !== 'invalid'
   return { ready, body: { status: ready ? 'ok' : 'error', checks: { database, license, release } } }
+}
+
+const DATABASE_TIMEOUT_MS = 2000
+
+/** A database that hangs (rather than refusing) must not hold the probe for the pool's 10 s. */
+async function checkDatabase (db: Db): Promise<string> {
+  let timer: NodeJS.Timeout | undefined
+  const timeout = new Promise<string>(resolve => { timer = setTimeout(() => resolve('timeout'), DATABASE_TIMEOUT_MS) })
+  const probe = db.raw('SELECT 1').then(() => 'ok', () => 'unreachable')
+  try {
+    return await Promise.race([probe, timeout])
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
+async function checkRelease (db: Db, mine: string): Promise<string> {
+  let recorded: string | null
+  try {
+    recorded = await recordedRelease(db)
+  } catch {
+    return 'not_recorded' // no releases table: the setup job never ran here
+  }
+  if (recorded === mine) return 'ok'
+  return recorded === null ? 'not_recorded' : `mismatch: database has ${recorded}, process is ${mine}`
 }

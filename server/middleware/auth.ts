@@ -39,12 +39,13 @@ export function requireIdentity (deps: AuthDeps): Middleware {
   return async (ctx, next) => {
     const failure = ctx.state.authFailure as Extract<access.TokenCheck, { ok: false }> | undefined
     if (failure) {
+      // Best effort: a database outage must not turn a 401 into a 500.
       await audit.recordStandalone(deps.db, failure.auditTenant, null, {
         type: 'auth.failed',
         resourceType: 'auth',
         resourceId: null,
         data: { reason: failure.reason, sub: failure.sub, method: ctx.method, path: ctx.path, requestId: ctx.state.requestId }
-      }, t => deps.sequencer?.kick(t))
+      }, t => deps.sequencer?.kick(t)).catch(err => ctx.state.log?.error({ err }, 'could not audit an authentication failure'))
       throw new AppError('UNAUTHORIZED', `authentication failed: ${failure.reason}`, { reason: failure.reason })
     }
     const id = ctx.state.identity as access.Identity

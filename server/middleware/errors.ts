@@ -9,8 +9,11 @@ export function errorBodies (): Middleware {
     try {
       await next()
       if (ctx.status === 404 && ctx.body == null) throw new AppError('NOT_FOUND', `no route for ${ctx.method} ${ctx.path}`, { path: ctx.path })
-      if (ctx.status === 405 && ctx.body == null) {
-        writeError(ctx, 405, new AppError('BAD_REQUEST', `method ${ctx.method} is not allowed here`, { allow: ctx.response.get('Allow') }))
+      // router.allowedMethods(): 405 for a known path with another method, 501 for a method the
+      // router serves nowhere (e.g. PROPFIND). Both get the error body like every other refusal.
+      if ((ctx.status === 405 || ctx.status === 501) && ctx.body == null) {
+        const what = ctx.status === 405 ? 'is not allowed here' : 'is not implemented'
+        writeError(ctx, ctx.status, new AppError('BAD_REQUEST', `method ${ctx.method} ${what}`, { allow: ctx.response.get('Allow') }))
       }
     } catch (raw) {
       const err = toAppError(raw, ctx)
@@ -31,6 +34,10 @@ function toAppError (raw: unknown, ctx: Context): AppError {
   const e = raw as { status?: number, type?: string, expose?: boolean, message?: string }
   // Errors from the body parser (co-body / raw-body) carry a status and a type.
   if (e?.status === 413) return new AppError('PAYLOAD_TOO_LARGE', `request body exceeds ${ctx.state.maxBodyBytes ?? 'the limit of'} bytes`, {})
+  // zlib (Content-Encoding: gzip/deflate) failing on the client's bytes is the client's fault.
+  if (typeof (raw as { code?: unknown })?.code === 'string' && /^Z_/.test((raw as { code: string }).code)) {
+    return new AppError('BAD_REQUEST', 'request body could not be decompressed', { field: 'Content-Encoding', reason: 'invalid compressed data' })
+  }
   if (e?.status === 400 || e?.status === 415) return new AppError('BAD_REQUEST', e.type === 'entity.parse.failed' || /JSON/i.test(e.message ?? '') ? 'request body is not valid JSON' : (e.message ?? 'bad request'), {})
   ctx.state.log?.error({ err: raw }, 'unhandled error')
   return new AppError('INTERNAL_ERROR', 'internal server error', {})

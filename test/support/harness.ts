@@ -2,9 +2,10 @@ import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { randomUUID } from 'node:crypto'
 import jwt from 'jsonwebtoken'
+import { Redis } from 'ioredis'
 import { loadConfig, type Config } from '../../lib/config.js'
 import { createDb, type Db } from '../../lib/db.js'
-import { createLogger } from '../../lib/log.js'
+import { createLogger, type Logger } from '../../lib/log.js'
 import { Sequencer, sequencePending } from '../../lib/audit/index.js'
 import { computePermissions } from '../../lib/access/index.js'
 import type { ServiceContext } from '../../lib/context.js'
@@ -63,12 +64,20 @@ export interface Client {
   delete: <T = any>(path: string, headers?: Record<string, string>) => Promise<Response<T>>
 }
 
+export interface ServerOptions {
+  /** true: an ioredis client on REDIS_URL (default redis://127.0.0.1:6379), ready before the first request. */
+  redis?: boolean
+  /** The app's logger (default: silent); tests capture log lines through createLogger's stream. */
+  log?: Logger
+}
+
 /** The real app on a real socket (127.0.0.1, random port) over the real test database. */
-export async function startServer (env: Record<string, string> = {}): Promise<TestServer> {
+export async function startServer (env: Record<string, string> = {}, opts: ServerOptions = {}): Promise<TestServer> {
   const config = testConfig(env)
+  const redis = opts.redis === true ? await connectRedis(config.redisUrl ?? 'redis://127.0.0.1:6379') : null
   const db = createDb(config.databaseUrl, { poolMax: 30 })
   const sequencer = new Sequencer(db, () => {})
-  const app = createApp({ config, db, log: silentLog, sequencer, jobs: null, redis: null })
+  const app = createApp({ config, db, log: opts.log ?? silentLog, sequencer, jobs: null, redis })
   const server = http.createServer(app.callback())
   await new Promise<void>(resolve => server.listen(0, '127.0.0.1', resolve))
   const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
@@ -104,8 +113,16 @@ export async function startServer (env: Record<string, string> = {}): Promise<Te
       await new Promise<void>(resolve => server.close(() => resolve()))
       await sequencer.stop()
       await db.destroy()
+      await redis?.quit()
     }
   }
+}
+
+async function connectRedis (url: string): Promise<Redis> {
+  const redis = new Redis(url, { enableOfflineQueue: false, maxRetriesPerRequest: 1, lazyConnect: true })
+  redis.on('error', () => { /* a failed connect rejects connect() below */ })
+  await redis.connect()
+  return redis
 }
 
 /** A lib-level context for integration tests that call lib directly. */
