@@ -62,6 +62,10 @@ export function translatePgError (err: unknown): unknown {
     case '23505': return new AppError('CONFLICT', 'a resource with the same unique key already exists', { constraint: e.constraint })
     case '23503': return new AppError('VALIDATION_ERROR', 'a referenced resource does not exist', { field: e.constraint ?? 'reference', reason: 'does not exist' })
     case '22P02': return new AppError('VALIDATION_ERROR', 'a value has the wrong form', { field: 'value', reason: 'invalid input syntax' })
+    // Values that pass JSON Schema but that Postgres cannot hold: a timestamp outside its range
+    // (year 0000), a NUL character in text or jsonb.
+    case '22008': case '22007': return new AppError('VALIDATION_ERROR', 'a date or time is out of the supported range', { field: 'value', reason: 'date/time out of range' })
+    case '22P05': case '22021': return new AppError('VALIDATION_ERROR', 'a text value contains a character that cannot be stored (NUL)', { field: 'value', reason: 'unsupported character' })
     case '40001': case '40P01': return new AppError('VERSION_CONFLICT', 'a concurrent change won; retry with the current version', {})
     default: return err
   }

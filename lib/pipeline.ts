@@ -4,7 +4,7 @@ import { withTransaction } from './db.js'
 import * as access from './access/index.js'
 import * as audit from './audit/index.js'
 import * as outbox from './outbox/index.js'
-import { ensureTenant } from './tenants/index.js'
+import { ensureTenant, rememberTenant } from './tenants/index.js'
 
 /**
  * The one write pipeline. Every change to tenant data goes through `runWrite`:
@@ -57,6 +57,7 @@ export async function runWrite<T> (ctx: ServiceContext, spec: WriteSpec, operati
     if (ctx.config.auditSequencing === 'sync') await audit.sequencePending(tx, ctx.tenantId)
     return value
   })
+  rememberTenant(ctx.tenantId)
   for (const hook of writeHooks.afterCommit) hook(ctx, spec, changes)
   if (ctx.config.auditSequencing === 'async') void ctx.sequencer?.kick(ctx.tenantId)
   return result

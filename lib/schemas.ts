@@ -5,7 +5,8 @@ export const Timestamp = { type: 'string', format: 'date-time', example: '2026-0
 
 export const PagingQuery = {
   limit: { type: 'integer', minimum: 1, maximum: 1000, default: 100, description: 'Page size, 1..1000' },
-  offset: { type: 'integer', minimum: 0, default: 0, description: 'Items to skip' }
+  // The upper bound keeps offsets inside Postgres' bigint (a larger one was a 500).
+  offset: { type: 'integer', minimum: 0, maximum: 2147483647, default: 0, description: 'Items to skip, 0..2147483647' }
 } as const
 
 export const SortOrder = { type: 'string', enum: ['asc', 'desc'], default: 'asc' } as const

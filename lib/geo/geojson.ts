@@ -19,13 +19,15 @@ function position (p: unknown, path: string): GeoFault | null {
   return null
 }
 
+// Nesting is checked before length, so a geometry nested one level wrong is reported as such
+// rather than as "too few positions".
 function positions (ps: unknown, path: string, min: number, what: string): GeoFault | null {
   if (!Array.isArray(ps)) return { path, reason: `must be an array of positions (${what})` }
-  if (ps.length < min) return { path, reason: `${what} needs at least ${min} positions` }
   for (const [i, p] of ps.entries()) {
     const f = position(p, `${path}[${i}]`)
     if (f) return f
   }
+  if (ps.length < min) return { path, reason: `${what} needs at least ${min} positions` }
   return null
 }
 
@@ -49,6 +51,10 @@ function each (xs: unknown, path: string, what: string, check: (x: unknown, p: s
   return null
 }
 
+function isBbox (b: unknown): boolean {
+  return Array.isArray(b) && (b.length === 4 || b.length === 6) && b.every(v => typeof v === 'number' && Number.isFinite(v))
+}
+
 export function validateGeometry (g: unknown, path = '', depth = 0): GeoFault | null {
   if (g === null || typeof g !== 'object' || Array.isArray(g)) return { path, reason: 'must be a GeoJSON geometry object' }
   const o = g as Record<string, unknown>
@@ -57,8 +63,10 @@ export function validateGeometry (g: unknown, path = '', depth = 0): GeoFault | 
     return { path: `${path}.type`, reason: `must be one of ${GEOMETRY_TYPES.join(', ')}` }
   }
   const allowed = type === 'GeometryCollection' ? ['type', 'geometries', 'bbox'] : ['type', 'coordinates', 'bbox']
+  // Foreign members would be dropped silently by PostGIS, so they are refused instead.
   const extra = Object.keys(o).find(k => !allowed.includes(k))
   if (extra !== undefined) return { path: `${path}.${extra}`, reason: `is not a member of a ${type}` }
+  if (o.bbox !== undefined && !isBbox(o.bbox)) return { path: `${path}.bbox`, reason: 'a bbox must be an array of 4 (or 6) finite numbers' }
   const c = o.coordinates
   const cp = `${path}.coordinates`
   switch (type) {
@@ -73,4 +81,32 @@ export function validateGeometry (g: unknown, path = '', depth = 0): GeoFault | 
       return each(o.geometries, `${path}.geometries`, 'geometries', (x, p) => validateGeometry(x, p, depth + 1), 0)
     }
   }
+}
+
+/**
+ * The first position carrying an elevation, in a geometry validateGeometry accepted. Objects
+ * store 2D geometries (column geometry(Geometry, 4326)), and PostGIS refuses a Z geometry there,
+ * so callers that store refuse elevations with this fault instead of failing in the database.
+ */
+export function findElevation (g: Geometry, path = ''): GeoFault | null {
+  if (g.type === 'GeometryCollection') {
+    for (const [i, x] of (g.geometries ?? []).entries()) {
+      const f = findElevation(x, `${path}.geometries[${i}]`)
+      if (f) return f
+    }
+    return null
+  }
+  return elevationIn(g.coordinates, `${path}.coordinates`)
+}
+
+function elevationIn (c: unknown, path: string): GeoFault | null {
+  if (!Array.isArray(c)) return null
+  if (c.length > 0 && typeof c[0] === 'number') {
+    return c.length > 2 ? { path, reason: 'elevation (a third coordinate) is not stored; send [longitude, latitude]' } : null
+  }
+  for (const [i, x] of c.entries()) {
+    const f = elevationIn(x, `${path}[${i}]`)
+    if (f) return f
+  }
+  return null
 }

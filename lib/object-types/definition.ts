@@ -2,7 +2,7 @@ import { Ajv, type ValidateFunction } from 'ajv'
 import addFormatsModule from 'ajv-formats'
 import { ajvErrors } from '../validation.js'
 import { checkLogic, evaluateLogic, truthy } from '../jsonlogic.js'
-import { validateGeometry, type Geometry } from '../geo/geojson.js'
+import { findElevation, validateGeometry, type Geometry } from '../geo/geojson.js'
 import { validationError } from '../errors.js'
 
 const addFormats = addFormatsModule as unknown as { default: (ajv: Ajv) => Ajv }
@@ -20,20 +20,76 @@ export interface TypeDefinition {
 
 export interface Fault { field: string, reason: string }
 
-// Tenant schemas compile in their own instance: lax about unknown keywords (tenants write
-// `title`, `x-ui`...), but schemas that fail to compile are refused when the type is saved.
-const tenantAjv = new Ajv({ allErrors: true, strict: false, validateSchema: true })
+// Tenant schemas compile in their own instance: lax about unknown keywords and formats (tenants
+// write `title`, `x-ui`...; they are ignored, silently), but schemas that fail to compile are
+// refused when the type is saved. Hazard: an Ajv instance is shared state. With addUsedSchema
+// off, a schema's `$id` is not registered, so two types (of any tenants) may use the same `$id`
+// and a `$ref` never resolves against another tenant's schema; every compiled schema is removed
+// from Ajv's cache again (see compile), so memory stays bounded by the validator cache below.
+const tenantAjv = new Ajv({ allErrors: true, strict: false, validateSchema: true, addUsedSchema: false, logger: false })
 addFormats.default(tenantAjv)
+
+function compile (schema: Record<string, unknown>): ValidateFunction {
+  try {
+    return tenantAjv.compile(schema)
+  } finally {
+    tenantAjv.removeSchema(schema)
+  }
+}
+
+// Deeper JSON is refused before anything recurses through it (merge patch, JSON.stringify and
+// Postgres all recurse, and a 1 MiB body can nest 200,000 levels).
+export const MAX_JSON_DEPTH = 64
+
+// Lone UTF-16 surrogates (JSON "\ud800") have no UTF-8 form; jsonb and text refuse them.
+const LONE_SURROGATE = /\p{Cs}/u
+
+function textFault (s: string): string | null {
+  if (s.includes('\u0000')) return 'must not contain NUL characters (\\u0000)'
+  if (LONE_SURROGATE.test(s)) return 'must be valid Unicode (a lone surrogate such as \\ud800 cannot be stored)'
+  return null
+}
+
+/**
+ * The first value JSON-in-Postgres cannot hold exactly: a non-finite number (JSON 1e400 parses
+ * as Infinity and would be stored as null), a NUL character or lone surrogate (jsonb and text
+ * refuse them), or nesting deeper than MAX_JSON_DEPTH.
+ */
+export function unstorableValue (v: unknown, path: string, depth = 0): Fault | null {
+  if (typeof v === 'number') return Number.isFinite(v) ? null : { field: path, reason: 'must be a finite number' }
+  if (typeof v === 'string') {
+    const reason = textFault(v)
+    return reason === null ? null : { field: path, reason }
+  }
+  if (v === null || typeof v !== 'object') return null
+  if (depth >= MAX_JSON_DEPTH) return { field: path, reason: `nests deeper than ${MAX_JSON_DEPTH} levels` }
+  if (Array.isArray(v)) {
+    for (const [i, x] of v.entries()) {
+      const f = unstorableValue(x, `${path}[${i}]`, depth + 1)
+      if (f) return f
+    }
+    return null
+  }
+  for (const [k, x] of Object.entries(v)) {
+    const kf = textFault(k)
+    if (kf !== null) return { field: path === '' ? '(body)' : path, reason: `keys ${kf}` }
+    const f = unstorableValue(x, path === '' ? k : `${path}.${k}`, depth + 1)
+    if (f) return f
+  }
+  return null
+}
 
 const TEMPLATE_TOKEN = /\{\{\s*([^}]*?)\s*\}\}/g
 const KNOWN_TOKEN = /^(seq(:\d{1,2})?|year|month|day|type\.key|attributes\.[A-Za-z0-9_.-]+)$/
 
 /** Checks a definition before it is saved; throws VALIDATION_ERROR naming the path. */
 export function checkDefinition (def: TypeDefinition): void {
+  const bad = unstorableValue(def, '')
+  if (bad) throw validationError(bad.field, bad.reason)
   if (def.attributeSchema !== null) {
     if (def.attributeSchema.type !== 'object') throw validationError('attributeSchema.type', 'must be "object"')
     try {
-      tenantAjv.compile(def.attributeSchema)
+      compile(def.attributeSchema)
     } catch (err) {
       throw validationError('attributeSchema', `is not a valid JSON Schema: ${(err as Error).message}`)
     }
@@ -62,7 +118,7 @@ function validatorFor (def: TypeDefinition, cacheKey: string | null): ValidateFu
     const hit = published.get(cacheKey)
     if (hit) return hit
   }
-  const v = tenantAjv.compile(def.attributeSchema)
+  const v = compile(def.attributeSchema)
   if (cacheKey !== null) {
     if (published.size >= MAX_CACHED) published.delete(published.keys().next().value as string)
     published.set(cacheKey, v)
@@ -84,12 +140,15 @@ export interface Candidate {
  */
 export function validateCandidate (def: TypeDefinition, candidate: Candidate, cacheKey: string | null): Fault[] {
   const faults: Fault[] = []
+  // Unstorable attributes are not handed to ajv: a recursive schema would recurse as deep as they do.
+  const unstorable = unstorableValue(candidate.attributes, 'attributes')
   const validate = validatorFor(def, cacheKey)
-  if (validate && !validate(candidate.attributes)) faults.push(...ajvErrors(validate.errors, 'attributes'))
+  if (unstorable) faults.push(unstorable)
+  else if (validate && !validate(candidate.attributes)) faults.push(...ajvErrors(validate.errors, 'attributes'))
   if (candidate.geometry === null) {
     if (def.geometry.required) faults.push({ field: 'geometry', reason: 'is required by the object type' })
   } else {
-    const g = validateGeometry(candidate.geometry, 'geometry')
+    const g = validateGeometry(candidate.geometry, 'geometry') ?? findElevation(candidate.geometry, 'geometry')
     if (g) faults.push({ field: g.path, reason: g.reason })
     else if (def.geometry.types.length > 0 && !def.geometry.types.includes(candidate.geometry.type)) {
       faults.push({ field: 'geometry.type', reason: `must be one of ${def.geometry.types.join(', ')}` })

@@ -3,7 +3,9 @@ import { PagingQuery, SortOrder, Timestamp, Uuid, envelope } from '../schemas.js
 const Geometry = {
   type: 'object',
   nullable: true,
-  description: 'GeoJSON geometry (WGS84). Validated against RFC 7946 and the type\'s allowed geometry types.',
+  description: 'GeoJSON geometry (RFC 7946, WGS84), checked against the type\'s allowed geometry types. Stored in 2D: ' +
+    'positions are [longitude, latitude] (an elevation is refused with 400); members other than type, coordinates ' +
+    '(geometries) and bbox are refused; coordinates are returned with up to 9 decimal places.',
   example: { type: 'Point', coordinates: [13.4, 52.5] }
 } as const
 
@@ -13,7 +15,7 @@ export const CreateObjectBody = {
   required: ['typeId'],
   properties: {
     typeId: { ...Uuid, description: "The object type's id; the type needs a published version" },
-    attributes: { type: 'object', description: "Validated against the type's published attributeSchema and rules" },
+    attributes: { type: 'object', description: "Validated against the type's published attributeSchema and rules. Values nest at most 64 levels, numbers are finite and strings hold no NUL character" },
     geometry: Geometry,
     validFrom: { ...Timestamp, description: 'Valid-time start; defaults to now' }
   }
@@ -24,7 +26,7 @@ export const PatchObjectBody = {
   additionalProperties: false,
   minProperties: 1,
   properties: {
-    attributes: { type: 'object', description: 'JSON merge patch (RFC 7396): null removes a key' },
+    attributes: { type: 'object', description: 'JSON merge patch (RFC 7396): null removes a key, objects merge, anything else replaces. The merged result is validated' },
     geometry: { ...Geometry, description: 'Replaces the geometry; null clears it (unless the type requires one)' },
     validFrom: { ...Timestamp, description: "Valid-time start of the new version; defaults to now, never before the current version's" }
   }
@@ -37,7 +39,7 @@ export const ObjectBody = {
     id: Uuid,
     objectId: { ...Uuid, description: 'Equal to id (list items)' },
     typeId: Uuid,
-    publicId: { type: 'string' },
+    publicId: { type: 'string', description: "From the type's publicIdTemplate at creation (at most 256 characters; never reused in the tenant, even after a delete), else the id" },
     attributes: { type: 'object' },
     geometry: Geometry,
     workflowState: { type: 'string', nullable: true },

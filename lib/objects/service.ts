@@ -55,10 +55,23 @@ export function recordObjectChange (w: WriteScope, kind: 'created' | 'updated' |
   })
 }
 
+// Longer ids could not be indexed (a btree entry holds about 2.7 kB) and are no use as identifiers.
+const MAX_PUBLIC_ID = 256
+
+/** The type's template rendered (drawing the next sequence number only when it uses one), or the id. */
+async function makePublicId (tx: Tx, tenantId: string, p: { id: string, typeId: string, typeKey: string, template: string | null, attributes: Record<string, unknown> }): Promise<string> {
+  if (p.template === null) return p.id
+  const seq = usesSequence(p.template) ? await sql.nextPublicIdSeq(tx, tenantId, p.typeId) : null
+  const publicId = renderPublicId(p.template, { seq, now: new Date(), typeKey: p.typeKey, attributes: p.attributes })
+  if (publicId === '') throw validationError('publicId', `the type's publicIdTemplate "${p.template}" renders an empty publicId for these attributes`)
+  if (publicId.length > MAX_PUBLIC_ID) throw validationError('publicId', `the type's publicIdTemplate renders ${publicId.length} characters; at most ${MAX_PUBLIC_ID} are allowed`)
+  return publicId
+}
+
 export async function createObject (ctx: ServiceContext, body: unknown): Promise<ObjectDto> {
   const input = parse<CreateInput>(schema.CreateObjectBody, body)
   return runWrite(ctx, { resource: 'objects', action: 'write', limit: 'object_count' }, async w => {
-    const pub = await objectTypes.findPublished(w.tx, ctx.tenantId, input.typeId)
+    const pub = await objectTypes.findPublished(w.tx, ctx.tenantId, input.typeId, { lock: true })
     if (pub === null) throw validationError('typeId', 'object type does not exist or has no published version')
     const def = pub.definition
     const workflowState = def.workflowId === null ? null : await workflowHooks.initialState(ctx, w.tx, def.workflowId)
@@ -66,15 +79,7 @@ export async function createObject (ctx: ServiceContext, body: unknown): Promise
     const geometry = input.geometry ?? null
     assertValid(pub, input.typeId, { typeId: input.typeId, attributes, geometry, workflowState })
     const id = randomUUID()
-    const template = def.publicIdTemplate
-    const publicId = template === null
-      ? id
-      : renderPublicId(template, {
-        seq: usesSequence(template) ? await sql.nextPublicIdSeq(w.tx, ctx.tenantId, input.typeId) : null,
-        now: new Date(),
-        typeKey: pub.key,
-        attributes
-      })
+    const publicId = await makePublicId(w.tx, ctx.tenantId, { id, typeId: input.typeId, typeKey: pub.key, template: def.publicIdTemplate, attributes })
     const row = await sql.insertObject(w.tx, {
       id, tenantId: ctx.tenantId, typeId: input.typeId, typeVersion: pub.version, publicId,
       attributes, geometry, workflowState, validFrom: input.validFrom ?? null, actor: actorOf(ctx)
@@ -98,6 +103,14 @@ export async function lockForChange (ctx: ServiceContext, tx: Tx, id: string, ex
   return current
 }
 
+/** RFC 7396 over the current attributes; the patch is checked first, as merging recurses through it. */
+function mergeAttributes (current: Record<string, unknown>, patch: Record<string, unknown> | undefined): Record<string, unknown> {
+  if (patch === undefined) return current
+  const bad = objectTypes.unstorableValue(patch, 'attributes')
+  if (bad) throw validationError(bad.field, bad.reason)
+  return mergePatch(current, patch) as Record<string, unknown>
+}
+
 export async function patchObject (ctx: ServiceContext, id: string, body: unknown, ifMatch: number): Promise<ObjectDto> {
   const input = parse<PatchInput>(schema.PatchObjectBody, body)
   return runWrite(ctx, { resource: 'objects', action: 'write' }, async w => {
@@ -107,7 +120,7 @@ export async function patchObject (ctx: ServiceContext, id: string, body: unknow
     }
     const pub = await objectTypes.findPublished(w.tx, ctx.tenantId, current.type_id)
     if (pub === null) throw validationError('typeId', 'object type no longer has a published version')
-    const attributes = (input.attributes === undefined ? current.attributes : mergePatch(current.attributes, input.attributes)) as Record<string, unknown>
+    const attributes = mergeAttributes(current.attributes, input.attributes)
     const geometry = input.geometry === undefined ? current.geometry : input.geometry
     assertValid(pub, current.type_id, { typeId: current.type_id, attributes, geometry, workflowState: current.workflow_state })
     const row = await sql.writeVersion(w.tx, current, {
@@ -127,8 +140,14 @@ export async function deleteObject (ctx: ServiceContext, id: string, ifMatch: nu
   })
 }
 
+/** asOf reads transaction time, validAt valid time; one read answers one of the two questions. */
+function assertOneTimeAxis (t: sql.TimePoint): void {
+  if (t.asOf !== undefined && t.validAt !== undefined) throw validationError('validAt', 'use either asOf or validAt, not both')
+}
+
 export async function getObject (ctx: ServiceContext, id: string, t: sql.TimePoint): Promise<ObjectDto> {
   await access.authorize(ctx, 'objects', 'read')
+  assertOneTimeAxis(t)
   const row = (isUuid(id) ? await sql.findObject(ctx.db, ctx.tenantId, id, t) : null) ?? notFound('object', id)
   return toObjectDto(row)
 }
@@ -150,7 +169,7 @@ export interface ListQuery { limit: number, offset: number, typeId?: string, sor
 
 export async function listObjects (ctx: ServiceContext, q: ListQuery): Promise<Page<ReturnType<typeof toListItem>>> {
   await access.authorize(ctx, 'objects', 'read')
-  if (q.asOf !== undefined && q.validAt !== undefined) throw validationError('validAt', 'use either asOf or validAt, not both')
+  assertOneTimeAxis(q)
   const { rows, total } = await sql.listObjects(ctx.db, ctx.tenantId, { asOf: q.asOf, validAt: q.validAt }, {
     typeId: q.typeId, sort: sortExpression(q.sortBy), order: q.sortOrder, limit: q.limit, offset: q.offset
   })

@@ -24,6 +24,10 @@ const COLS = `id, tenant_id, type_id, public_id, attributes, ST_AsGeoJSON(geom):
 // read after the row lock, so each object's versions get non-decreasing stamps.
 const NOW = `now AS MATERIALIZED (SELECT date_trunc('milliseconds', clock_timestamp()) AS t)`
 
+// A client's validFrom is kept at millisecond precision too: the API shows milliseconds, and the
+// value it shows must find the version again as validAt.
+const VALID_FROM = "date_trunc('milliseconds', ?::timestamptz)"
+
 const VERSION_INSERT = `INSERT INTO object_versions (object_id, version, tenant_id, type_id, public_id, operation, attributes,
   geom, workflow_state, created_at, updated_at, valid_from, tx_from, actor)`
 
@@ -46,7 +50,7 @@ export async function insertObject (tx: Tx, o: NewObject): Promise<ObjectRow> {
     WITH ${NOW},
     o AS (
       INSERT INTO objects (id, tenant_id, type_id, type_version, public_id, attributes, geom, workflow_state, version, valid_from, created_at, updated_at)
-      SELECT ?, ?, ?, ?, ?, ?::jsonb, ST_SetSRID(ST_GeomFromGeoJSON(?::text), 4326), ?, 1, coalesce(?::timestamptz, now.t), now.t, now.t FROM now
+      SELECT ?, ?, ?, ?, ?, ?::jsonb, ST_SetSRID(ST_GeomFromGeoJSON(?::text), 4326), ?, 1, coalesce(${VALID_FROM}, now.t), now.t, now.t FROM now
       RETURNING *
     ),
     v AS (
@@ -84,7 +88,7 @@ export async function writeVersion (tx: Tx, current: ObjectRow, c: VersionChange
   const keepGeom = c.geometry === undefined
   const r = await tx.raw(`
     WITH ${NOW},
-    vf AS MATERIALIZED (SELECT coalesce(?::timestamptz, greatest(now.t, ?::timestamptz)) AS t FROM now),
+    vf AS MATERIALIZED (SELECT coalesce(${VALID_FROM}, greatest(now.t, ?::timestamptz)) AS t FROM now),
     closed AS (
       UPDATE object_versions SET tx_to = now.t, valid_to = vf.t FROM now, vf
       WHERE object_id = ? AND version = ?
@@ -157,8 +161,10 @@ export function objectSource (tenantParam: Bindings, t: TimePoint): { sql: strin
   if (t.validAt !== undefined) {
     return {
       sql: `(SELECT ${VERSION_COLS} FROM object_versions WHERE tenant_id = ? AND tx_to IS NULL AND valid_from <= ?::timestamptz
+          AND operation <> 'deleted'
         UNION ALL
-        SELECT ${VERSION_COLS} FROM object_versions WHERE tenant_id = ? AND tx_to IS NOT NULL AND valid_from <= ?::timestamptz AND valid_to > ?::timestamptz)`,
+        SELECT ${VERSION_COLS} FROM object_versions WHERE tenant_id = ? AND tx_to IS NOT NULL AND valid_from <= ?::timestamptz
+          AND valid_to > ?::timestamptz AND operation <> 'deleted')`,
       params: [...tenantParam, t.validAt, ...tenantParam, t.validAt, t.validAt]
     }
   }

@@ -1,11 +1,15 @@
 import type { Queryable } from '../db.js'
 
-// Tenants come into being on first use (CONTRACT "General"). The set only remembers tenants this
-// process has already written; a miss costs one idempotent insert.
+// Tenants come into being on first use (CONTRACT "General"). `known` holds tenants whose row
+// this process has seen committed; a miss costs one idempotent insert in the write's transaction.
 const known = new Set<string>()
 
 export async function ensureTenant (db: Queryable, tenantId: string): Promise<void> {
   if (known.has(tenantId)) return
   await db.raw('INSERT INTO tenants (id) VALUES (?) ON CONFLICT (id) DO NOTHING', [tenantId])
+}
+
+/** Called after COMMIT: only then is the tenant row certain to exist. */
+export function rememberTenant (tenantId: string): void {
   known.add(tenantId)
 }
