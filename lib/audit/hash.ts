@@ -29,3 +29,26 @@ export function eventHash (previousHash: string, f: HashedFields): string {
   })
   return createHash('sha256').update(previousHash + body).digest('hex')
 }
+
+/** A stored event row, as far as the hash covers it. */
+export interface StoredEventFields {
+  type: string
+  actor: { sub: string, roles: string[] } | null
+  resource_type: string | null
+  resource_id: string | null
+  data: unknown
+  occurred_at: Date
+}
+
+/** The hashed fields of a stored row at `sequence`: one mapping for the sequencer and the prover. */
+export function hashedFields (r: StoredEventFields, sequence: number): HashedFields {
+  return {
+    sequence,
+    type: r.type,
+    actor: r.actor,
+    resourceType: r.resource_type,
+    resourceId: r.resource_id,
+    data: r.data,
+    occurredAt: r.occurred_at.toISOString()
+  }
+}

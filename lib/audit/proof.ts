@@ -1,7 +1,7 @@
 import type { ServiceContext } from '../context.js'
 import { isUuid, type Tx } from '../db.js'
 import { notFound } from '../errors.js'
-import { GENESIS_HASH, eventHash } from './hash.js'
+import { GENESIS_HASH, eventHash, hashedFields } from './hash.js'
 import { sequencePending } from './sequencer.js'
 import { authorizeChain } from './list.js'
 import * as sql from './sql.js'
@@ -25,15 +25,7 @@ export interface Proof {
 
 /** The stored hash recomputed from the row's own fields and its stored previous_hash. */
 export function recomputeHash (r: sql.SequencedRow): string {
-  return eventHash(r.previous_hash ?? '', {
-    sequence: r.sequence,
-    type: r.type,
-    actor: r.actor,
-    resourceType: r.resource_type,
-    resourceId: r.resource_id,
-    data: r.data,
-    occurredAt: r.occurred_at.toISOString()
-  })
+  return eventHash(r.previous_hash ?? '', hashedFields(r, r.sequence))
 }
 
 /**

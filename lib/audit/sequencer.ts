@@ -1,6 +1,6 @@
 import type { Db, Tx } from '../db.js'
 import { withTransaction } from '../db.js'
-import { GENESIS_HASH, eventHash } from './hash.js'
+import { GENESIS_HASH, eventHash, hashedFields } from './hash.js'
 import * as sql from './sql.js'
 
 const BATCH = 1000
@@ -29,15 +29,7 @@ async function sequenceBatch (tx: Tx, tenantId: string): Promise<number> {
   const assigned = rows.map(r => {
     sequence += 1
     const previousHash = hash
-    hash = eventHash(previousHash, {
-      sequence,
-      type: r.type,
-      actor: r.actor,
-      resourceType: r.resource_type,
-      resourceId: r.resource_id,
-      data: r.data,
-      occurredAt: r.occurred_at.toISOString()
-    })
+    hash = eventHash(previousHash, hashedFields(r, sequence))
     return { id: r.id, sequence, previousHash, hash }
   })
   await sql.assignSequences(tx, assigned)

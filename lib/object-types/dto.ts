@@ -1,4 +1,4 @@
-import type { TypeWithLatest, VersionRow } from './sql.js'
+import type { TypeWithLatest } from './sql.js'
 
 export function toObjectTypeDto (t: TypeWithLatest) {
   const d = t.latest.definition
@@ -21,15 +21,3 @@ export function toObjectTypeDto (t: TypeWithLatest) {
 }
 
 export type ObjectTypeDto = ReturnType<typeof toObjectTypeDto>
-
-export function toRegistryVersion (v: VersionRow) {
-  return {
-    version: v.version,
-    status: v.status,
-    definition: v.definition,
-    createdAt: v.created_at.toISOString(),
-    createdBy: v.created_by,
-    sandboxAt: v.sandbox_at?.toISOString() ?? null,
-    publishedAt: v.published_at?.toISOString() ?? null
-  }
-}

@@ -47,12 +47,6 @@ export const PatchObjectTypeBody = {
   properties: definitionFields
 } as const
 
-export const PublishBody = {
-  type: 'object',
-  additionalProperties: false,
-  properties: { to: { type: 'string', enum: ['sandbox', 'published'], default: 'published' } }
-} as const
-
 export const ValidateBody = {
   type: 'object',
   additionalProperties: false,
@@ -94,28 +88,4 @@ export const ListObjectTypesQuery = {
   type: 'object',
   additionalProperties: false,
   properties: { ...PagingQuery, status: { type: 'string', enum: ['draft', 'sandbox', 'published'] }, key: { type: 'string' } }
-} as const
-
-export const SchemaRegistryBody = {
-  type: 'object',
-  required: ['entityType', 'entityId', 'versions'],
-  properties: {
-    entityType: { type: 'string', enum: ['object-types', 'workflows', 'rules', 'automation-rules'] },
-    entityId: Uuid,
-    versions: {
-      type: 'array',
-      items: {
-        type: 'object',
-        properties: {
-          version: { type: 'integer' },
-          status: { type: 'string' },
-          definition: { type: 'object' },
-          createdAt: Timestamp,
-          createdBy: { type: 'string', nullable: true },
-          sandboxAt: { ...Timestamp, nullable: true },
-          publishedAt: { ...Timestamp, nullable: true }
-        }
-      }
-    }
-  }
 } as const

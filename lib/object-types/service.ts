@@ -9,7 +9,8 @@ import type { Geometry } from '../geo/geojson.js'
 import * as schema from './schema.js'
 import * as sql from './sql.js'
 import { checkDefinition, validateCandidate, type Fault, type TypeDefinition } from './definition.js'
-import { toObjectTypeDto, toRegistryVersion, type ObjectTypeDto } from './dto.js'
+import { toObjectTypeDto, type ObjectTypeDto } from './dto.js'
+import * as versioning from '../versioning/index.js'
 
 type DefinitionInput = Partial<{
   name: string
@@ -54,6 +55,10 @@ function mustFind (t: sql.TypeWithLatest | null, id: string): sql.TypeWithLatest
   return t ?? notFound('object type', id)
 }
 
+function latestOf (t: sql.TypeWithLatest): versioning.Latest {
+  return { id: t.id, version: t.latest_version, status: t.latest.status }
+}
+
 function audited (type: string, t: { id: string, key: string }, data: Record<string, unknown>) {
   return { audit: { type, resourceType: 'objectType', resourceId: t.id, data: { key: t.key, ...data } } }
 }
@@ -65,7 +70,7 @@ export async function createObjectType (ctx: ServiceContext, body: unknown): Pro
   return runWrite(ctx, { resource: 'objectTypes', action: 'write', limit: 'object_type_count' }, async w => {
     await checkReferences(ctx, w.tx, def)
     const row = await sql.insertType(w.tx, ctx.tenantId, input.key)
-    await sql.insertVersion(w.tx, ctx.tenantId, row.id, 1, def, ctx.actor.sub)
+    await sql.versions.insert(w.tx, ctx.tenantId, row.id, 1, def, ctx.actor.sub)
     w.record(audited('objectType.created', row, { version: 1 }))
     return toObjectTypeDto(mustFind(await sql.findType(w.tx, ctx.tenantId, row.id), row.id))
   })
@@ -92,35 +97,20 @@ export async function patchObjectType (ctx: ServiceContext, id: string, body: un
     const def = mergeDefinition(t.latest.definition, input)
     checkDefinition(def)
     await checkReferences(ctx, w.tx, def)
-    let version = t.latest_version
-    if (t.latest.status === 'published') {
-      version += 1
-      await sql.insertVersion(w.tx, ctx.tenantId, id, version, def, ctx.actor.sub)
-      await sql.touchType(w.tx, id, { latest_version: version })
-    } else {
-      await sql.updateVersionDefinition(w.tx, id, version, def)
-      await sql.touchType(w.tx, id, {})
-    }
+    const version = await versioning.saveEdit(sql.versions, w.tx, ctx.tenantId, latestOf(t), def, ctx.actor.sub)
     w.record(audited('objectType.updated', t, { version, fields: Object.keys(input) }))
     return toObjectTypeDto(mustFind(await sql.findType(w.tx, ctx.tenantId, id), id))
   })
 }
 
-const ORDER = { draft: 0, sandbox: 1, published: 2 } as const
-
 /** draft -> sandbox -> published; draft -> published passes sandbox and records both steps. */
 export async function publishObjectType (ctx: ServiceContext, id: string, body: unknown): Promise<ObjectTypeDto> {
-  const { to = 'published' } = parse<{ to?: 'sandbox' | 'published' }>(schema.PublishBody, body ?? {})
+  const { to = 'published' } = parse<{ to?: 'sandbox' | 'published' }>(versioning.PublishBody, body ?? {})
   if (!isUuid(id)) notFound('object type', id)
   return runWrite(ctx, { resource: 'objectTypes', action: 'publish' }, async w => {
     const t = mustFind(await sql.findType(w.tx, ctx.tenantId, id, true), id)
     const from = t.latest.status
-    if (ORDER[to] <= ORDER[from]) {
-      throw new AppError('INVALID_TRANSITION', `version ${t.latest_version} is ${from}; it can only move forward (draft -> sandbox -> published)`, { from, to, version: t.latest_version })
-    }
-    await sql.setVersionStatus(w.tx, id, t.latest_version, to)
-    if (to === 'published') await sql.touchType(w.tx, id, { published_version: t.latest_version })
-    else await sql.touchType(w.tx, id, {})
+    await versioning.advance(sql.versions, w.tx, 'object type', latestOf(t), to)
     w.record(audited('objectType.published', t, { version: t.latest_version, from, to }))
     return toObjectTypeDto(mustFind(await sql.findType(w.tx, ctx.tenantId, id), id))
   })
@@ -144,7 +134,7 @@ export async function validateAgainstType (ctx: ServiceContext, id: string, body
   if (!isUuid(id)) notFound('object type', id)
   const t = mustFind(await sql.findType(ctx.db, ctx.tenantId, id), id)
   const version = input.version ?? t.latest_version
-  const v = version === t.latest_version ? t.latest : await sql.findVersion(ctx.db, id, version)
+  const v = version === t.latest_version ? t.latest : await sql.versions.find(ctx.db, id, version)
   if (v === null) throw validationError('version', `object type has no version ${version}`)
   const errors = validateCandidate(v.definition, {
     typeId: id,
@@ -159,6 +149,6 @@ export async function objectTypeRegistry (ctx: ServiceContext, id: string) {
   await access.authorize(ctx, 'objectTypes', 'read')
   if (!isUuid(id)) notFound('object type', id)
   mustFind(await sql.findType(ctx.db, ctx.tenantId, id), id)
-  const versions = await sql.listVersions(ctx.db, id)
-  return { entityType: 'object-types', entityId: id, versions: versions.map(toRegistryVersion) }
+  const versions = await sql.versions.list(ctx.db, id)
+  return { entityType: 'object-types', entityId: id, versions: versions.map(v => versioning.toRegistryVersion(v)) }
 }

@@ -1,5 +1,6 @@
 import type { Bindings, Queryable, Tx } from '../db.js'
 import type { TypeDefinition } from './definition.js'
+import * as versioning from '../versioning/index.js'
 
 export interface TypeRow {
   id: string
@@ -11,16 +12,10 @@ export interface TypeRow {
   updated_at: Date
 }
 
-export interface VersionRow {
-  type_id: string
-  version: number
-  status: 'draft' | 'sandbox' | 'published'
-  definition: TypeDefinition
-  created_at: Date
-  created_by: string | null
-  sandbox_at: Date | null
-  published_at: Date | null
-}
+export type VersionRow = versioning.VersionRow<TypeDefinition>
+
+/** The type's versions (lib/versioning): draft -> sandbox -> published. */
+export const versions = versioning.versionStore<TypeDefinition>({ parents: 'object_types', versions: 'object_type_versions', parentKey: 'type_id' })
 
 export type TypeWithLatest = TypeRow & { latest: VersionRow }
 
@@ -34,7 +29,6 @@ function revive (row: TypeRow & { latest: Record<string, unknown> }): TypeWithLa
   return {
     ...row,
     latest: {
-      type_id: l.type_id as string,
       version: l.version as number,
       status: l.status as VersionRow['status'],
       definition: l.definition as TypeDefinition,
@@ -70,27 +64,6 @@ export async function insertType (tx: Tx, tenantId: string, key: string): Promis
   return row
 }
 
-export async function insertVersion (tx: Tx, tenantId: string, typeId: string, version: number, definition: TypeDefinition, createdBy: string): Promise<void> {
-  await tx('object_type_versions').insert({ type_id: typeId, tenant_id: tenantId, version, status: 'draft', definition: JSON.stringify(definition), created_by: createdBy })
-}
-
-export async function updateVersionDefinition (tx: Tx, typeId: string, version: number, definition: TypeDefinition): Promise<void> {
-  await tx('object_type_versions').where({ type_id: typeId, version }).update({ definition: JSON.stringify(definition) })
-}
-
-export async function setVersionStatus (tx: Tx, typeId: string, version: number, status: 'sandbox' | 'published'): Promise<void> {
-  const now = tx.raw("date_trunc('milliseconds', now())")
-  await tx('object_type_versions').where({ type_id: typeId, version }).update({
-    status,
-    sandbox_at: tx.raw('coalesce(sandbox_at, ?)', [now]),
-    ...(status === 'published' ? { published_at: now } : {})
-  })
-}
-
-export async function touchType (tx: Tx, id: string, patch: Partial<Pick<TypeRow, 'latest_version' | 'published_version'>>): Promise<void> {
-  await tx('object_types').where({ id }).update({ ...patch, updated_at: tx.raw("date_trunc('milliseconds', now())") })
-}
-
 export async function softDeleteType (tx: Tx, id: string): Promise<void> {
   await tx('object_types').where({ id }).update({ deleted_at: tx.fn.now(), updated_at: tx.fn.now() })
 }
@@ -98,14 +71,6 @@ export async function softDeleteType (tx: Tx, id: string): Promise<void> {
 export async function countLiveObjects (db: Queryable, tenantId: string, typeId: string): Promise<number> {
   const r = await db.raw('SELECT count(*)::int AS n FROM objects WHERE tenant_id = ? AND type_id = ? AND deleted_at IS NULL', [tenantId, typeId])
   return r.rows[0].n
-}
-
-export async function listVersions (db: Queryable, typeId: string): Promise<VersionRow[]> {
-  return db('object_type_versions').where({ type_id: typeId }).orderBy('version').select('*')
-}
-
-export async function findVersion (db: Queryable, typeId: string, version: number): Promise<VersionRow | null> {
-  return (await db('object_type_versions').where({ type_id: typeId, version }).first()) ?? null
 }
 
 /**

@@ -1,5 +1,6 @@
 import type { RuleVersionRow, RuleWithLatest } from './sql.js'
 import type { RuleKind } from './definition.js'
+import * as versioning from '../versioning/index.js'
 
 export function toRuleDto (r: RuleWithLatest) {
   return {
@@ -20,13 +21,5 @@ export type RuleDto = ReturnType<typeof toRuleDto>
 
 /** A schema-registry version: `definition` is the whole versioned content, with the rule's kind. */
 export function toRegistryVersion (kind: RuleKind, v: RuleVersionRow) {
-  return {
-    version: v.version,
-    status: v.status,
-    definition: { name: v.definition.name, kind, definition: v.definition.definition },
-    createdAt: v.created_at.toISOString(),
-    createdBy: v.created_by,
-    sandboxAt: v.sandbox_at?.toISOString() ?? null,
-    publishedAt: v.published_at?.toISOString() ?? null
-  }
+  return versioning.toRegistryVersion(v, d => ({ name: d.name, kind, definition: d.definition }))
 }

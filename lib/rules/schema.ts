@@ -52,12 +52,6 @@ export const PatchRuleBody = {
   properties: { name, definition: RuleDefinition }
 } as const
 
-export const PublishRuleBody = {
-  type: 'object',
-  additionalProperties: false,
-  properties: { to: { type: 'string', enum: ['sandbox', 'published'], default: 'published' } }
-} as const
-
 export const RuleBody = {
   type: 'object',
   required: ['id', 'key', 'name', 'kind', 'definition', 'version', 'status', 'publishedVersion', 'createdAt', 'updatedAt'],

@@ -1,5 +1,5 @@
 import type { ServiceContext } from '../context.js'
-import { AppError, notFound } from '../errors.js'
+import { notFound } from '../errors.js'
 import { isUuid } from '../db.js'
 import { parse } from '../validation.js'
 import { page, type Page } from '../schemas.js'
@@ -9,12 +9,17 @@ import * as schema from './schema.js'
 import * as sql from './sql.js'
 import { checkRuleDefinition, type RuleContent, type RuleDefinition, type RuleKind } from './definition.js'
 import { toRegistryVersion, toRuleDto, type RuleDto } from './dto.js'
+import * as versioning from '../versioning/index.js'
 
 interface CreateInput { key: string, name: string, kind: RuleKind, definition: Record<string, unknown> }
 interface PatchInput { name?: string, definition?: Record<string, unknown> }
 
 function mustFind (r: sql.RuleWithLatest | null, id: string): sql.RuleWithLatest {
   return r ?? notFound('rule', id)
+}
+
+function latestOf (r: sql.RuleWithLatest): versioning.Latest {
+  return { id: r.id, version: r.latest_version, status: r.latest_status }
 }
 
 function audited (type: string, r: { id: string, key: string }, data: Record<string, unknown>): Change {
@@ -31,7 +36,7 @@ export async function createRule (ctx: ServiceContext, body: unknown): Promise<R
   const content: RuleContent = { name: input.name, definition: input.definition as unknown as RuleDefinition }
   return runWrite(ctx, { resource: 'rules', action: 'write' }, async w => {
     const row = await sql.insertRule(w.tx, ctx.tenantId, input.key, input.kind)
-    await sql.insertVersion(w.tx, ctx.tenantId, row.id, 1, content, ctx.actor.sub)
+    await sql.versions.insert(w.tx, ctx.tenantId, row.id, 1, content, ctx.actor.sub)
     w.record(audited('rule.created', row, { kind: row.kind, version: 1 }))
     return reread(ctx, w.tx, row.id)
   })
@@ -63,34 +68,20 @@ export async function patchRule (ctx: ServiceContext, id: string, body: unknown)
       name: input.name ?? r.latest_content.name,
       definition: (input.definition as unknown as RuleDefinition | undefined) ?? r.latest_content.definition
     }
-    let version = r.latest_version
-    if (r.latest_status === 'published') {
-      version += 1
-      await sql.insertVersion(w.tx, ctx.tenantId, id, version, content, ctx.actor.sub)
-      await sql.touchRule(w.tx, id, { latest_version: version })
-    } else {
-      await sql.updateVersionContent(w.tx, id, version, content)
-      await sql.touchRule(w.tx, id, {})
-    }
+    const version = await versioning.saveEdit(sql.versions, w.tx, ctx.tenantId, latestOf(r), content, ctx.actor.sub)
     w.record(audited('rule.updated', r, { version, fields: Object.keys(input) }))
     return reread(ctx, w.tx, id)
   })
 }
 
-const ORDER = { draft: 0, sandbox: 1, published: 2 } as const
-
 /** draft -> sandbox -> published; draft -> published passes sandbox (both stamps are set). */
 export async function publishRule (ctx: ServiceContext, id: string, body: unknown): Promise<RuleDto> {
-  const { to = 'published' } = parse<{ to?: 'sandbox' | 'published' }>(schema.PublishRuleBody, body ?? {})
+  const { to = 'published' } = parse<{ to?: 'sandbox' | 'published' }>(versioning.PublishBody, body ?? {})
   if (!isUuid(id)) notFound('rule', id)
   return runWrite(ctx, { resource: 'rules', action: 'publish' }, async w => {
     const r = mustFind(await sql.findRule(w.tx, ctx.tenantId, id, true), id)
     const from = r.latest_status
-    if (ORDER[to] <= ORDER[from]) {
-      throw new AppError('INVALID_TRANSITION', `rule version ${r.latest_version} is ${from}; it can only move forward (draft -> sandbox -> published)`, { from, to, version: r.latest_version })
-    }
-    await sql.setVersionStatus(w.tx, id, r.latest_version, to)
-    await sql.touchRule(w.tx, id, to === 'published' ? { published_version: r.latest_version } : {})
+    await versioning.advance(sql.versions, w.tx, 'rule', latestOf(r), to)
     w.record(audited('rule.published', r, { version: r.latest_version, from, to }))
     return reread(ctx, w.tx, id)
   })
@@ -100,6 +91,6 @@ export async function ruleRegistry (ctx: ServiceContext, id: string) {
   await access.authorize(ctx, 'rules', 'read')
   if (!isUuid(id)) notFound('rule', id)
   const r = mustFind(await sql.findRule(ctx.db, ctx.tenantId, id), id)
-  const versions = await sql.listVersions(ctx.db, id)
+  const versions = await sql.versions.list(ctx.db, id)
   return { entityType: 'rules', entityId: id, versions: versions.map(v => toRegistryVersion(r.kind, v)) }
 }

@@ -1,7 +1,8 @@
 import type { Bindings, Queryable, Tx } from '../db.js'
 import type { RuleContent, RuleKind } from './definition.js'
+import * as versioning from '../versioning/index.js'
 
-export type RuleStatus = 'draft' | 'sandbox' | 'published'
+export type RuleStatus = versioning.VersionStatus
 
 export interface RuleRow {
   id: string
@@ -14,20 +15,13 @@ export interface RuleRow {
   updated_at: Date
 }
 
-export interface RuleVersionRow {
-  rule_id: string
-  version: number
-  status: RuleStatus
-  definition: RuleContent
-  created_at: Date
-  created_by: string | null
-  sandbox_at: Date | null
-  published_at: Date | null
-}
+export type RuleVersionRow = versioning.VersionRow<RuleContent>
+
+/** The rule's versions (lib/versioning): draft -> sandbox -> published. */
+export const versions = versioning.versionStore<RuleContent>({ parents: 'rules', versions: 'rule_versions', parentKey: 'rule_id' })
 
 export type RuleWithLatest = RuleRow & { latest_status: RuleStatus, latest_content: RuleContent }
 
-const NOW_MS = "date_trunc('milliseconds', now())"
 
 const LATEST = `
   SELECT r.*, v.status AS latest_status, v.definition AS latest_content
@@ -59,31 +53,6 @@ export async function listRules (db: Queryable, tenantId: string, f: RuleFilter)
 export async function insertRule (tx: Tx, tenantId: string, key: string, kind: RuleKind): Promise<RuleRow> {
   const [row] = await tx('rules').insert({ tenant_id: tenantId, key, kind }).returning('*')
   return row
-}
-
-export async function insertVersion (tx: Tx, tenantId: string, ruleId: string, version: number, content: RuleContent, createdBy: string): Promise<void> {
-  await tx('rule_versions').insert({ rule_id: ruleId, tenant_id: tenantId, version, status: 'draft', definition: JSON.stringify(content), created_by: createdBy })
-}
-
-export async function updateVersionContent (tx: Tx, ruleId: string, version: number, content: RuleContent): Promise<void> {
-  await tx('rule_versions').where({ rule_id: ruleId, version }).update({ definition: JSON.stringify(content) })
-}
-
-export async function setVersionStatus (tx: Tx, ruleId: string, version: number, status: 'sandbox' | 'published'): Promise<void> {
-  const now = tx.raw(NOW_MS)
-  await tx('rule_versions').where({ rule_id: ruleId, version }).update({
-    status,
-    sandbox_at: tx.raw('coalesce(sandbox_at, ?)', [now]),
-    ...(status === 'published' ? { published_at: now } : {})
-  })
-}
-
-export async function touchRule (tx: Tx, id: string, patch: Partial<Pick<RuleRow, 'latest_version' | 'published_version'>>): Promise<void> {
-  await tx('rules').where({ id }).update({ ...patch, updated_at: tx.raw(NOW_MS) })
-}
-
-export async function listVersions (db: Queryable, ruleId: string): Promise<RuleVersionRow[]> {
-  return db('rule_versions').where({ rule_id: ruleId }).orderBy('version').select('*')
 }
 
 /** The ids among `ids` that are rules of the tenant (for reference checks when a workflow is saved). */

@@ -1,4 +1,5 @@
 import type { RouteRegistrar } from '../app.js'
+import * as versioning from '../../lib/versioning/index.js'
 import { defineRoute } from '../openapi/registry.js'
 import * as objectTypes from '../../lib/object-types/index.js'
 import { parseQuery } from '../../lib/validation.js'
@@ -55,7 +56,7 @@ export const registerObjectTypeRoutes: RouteRegistrar = (router, guards) => {
   defineRoute(router, guards, {
     method: 'post', path: '/v1/object-types/:id/publish', operationId: 'publishObjectType', tag: 'object-types', auth: 'bearer',
     summary: 'Move the latest version forward: draft -> sandbox -> published', pathParams: idParam,
-    body: S.PublishBody, bodyRequired: false,
+    body: versioning.PublishBody, bodyRequired: false,
     responses: { 200: { description: 'moved', schema: S.ObjectTypeBody } }, errors: [404, 409]
   }, async ctx => {
     ctx.body = await objectTypes.publishObjectType(service(ctx), ctx.params.id, ctx.request.body)
@@ -73,7 +74,7 @@ export const registerObjectTypeRoutes: RouteRegistrar = (router, guards) => {
   defineRoute(router, guards, {
     method: 'get', path: '/v1/schema-registry/object-types/:id', operationId: 'objectTypeSchemaVersions', tag: 'schema-registry', auth: 'bearer',
     summary: 'Every version of an object type with its status and definition', pathParams: idParam,
-    responses: { 200: { description: 'versions', schema: S.SchemaRegistryBody } }, errors: [404]
+    responses: { 200: { description: 'versions', schema: versioning.SchemaRegistryBody } }, errors: [404]
   }, async ctx => {
     ctx.body = await objectTypes.objectTypeRegistry(service(ctx), ctx.params.id)
   })

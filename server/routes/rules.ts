@@ -1,7 +1,7 @@
 import type { RouteRegistrar } from '../app.js'
+import * as versioning from '../../lib/versioning/index.js'
 import { defineRoute } from '../openapi/registry.js'
 import * as rules from '../../lib/rules/index.js'
-import * as objectTypes from '../../lib/object-types/index.js'
 import { parseQuery } from '../../lib/validation.js'
 import { idParam, service } from '../http/common.js'
 
@@ -47,7 +47,7 @@ export const registerRuleRoutes: RouteRegistrar = (router, guards) => {
   defineRoute(router, guards, {
     method: 'post', path: '/v1/rules/:id/publish', operationId: 'publishRule', tag: 'rules', auth: 'bearer',
     summary: 'Move the latest version forward: draft -> sandbox -> published (guards use the published one)',
-    pathParams: idParam, body: S.PublishRuleBody, bodyRequired: false,
+    pathParams: idParam, body: versioning.PublishBody, bodyRequired: false,
     responses: { 200: { description: 'moved', schema: S.RuleBody } }, errors: [404, 409]
   }, async ctx => {
     ctx.body = await rules.publishRule(service(ctx), ctx.params.id, ctx.request.body)
@@ -56,7 +56,7 @@ export const registerRuleRoutes: RouteRegistrar = (router, guards) => {
   defineRoute(router, guards, {
     method: 'get', path: '/v1/schema-registry/rules/:id', operationId: 'ruleSchemaVersions', tag: 'schema-registry', auth: 'bearer',
     summary: 'Every version of a rule with its status and definition ({name, kind, definition})', pathParams: idParam,
-    responses: { 200: { description: 'versions', schema: objectTypes.schema.SchemaRegistryBody } }, errors: [404]
+    responses: { 200: { description: 'versions', schema: versioning.SchemaRegistryBody } }, errors: [404]
   }, async ctx => {
     ctx.body = await rules.ruleRegistry(service(ctx), ctx.params.id)
   })

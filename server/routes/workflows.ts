@@ -1,8 +1,8 @@
 import type { RouteRegistrar } from '../app.js'
+import * as versioning from '../../lib/versioning/index.js'
 import { defineRoute } from '../openapi/registry.js'
 // Importing lib/workflows also registers its hooks (initial state of new objects, workflowId references).
 import * as workflows from '../../lib/workflows/index.js'
-import * as objectTypes from '../../lib/object-types/index.js'
 import { parseQuery } from '../../lib/validation.js'
 import { readIfMatch, setVersionHeaders } from '../http/preconditions.js'
 import { ETagHeader, IfMatchOptional, idParam, service } from '../http/common.js'
@@ -50,7 +50,7 @@ export const registerWorkflowRoutes: RouteRegistrar = (router, guards) => {
   defineRoute(router, guards, {
     method: 'get', path: '/v1/schema-registry/workflows/:id', operationId: 'workflowSchemaVersions', tag: 'schema-registry', auth: 'bearer',
     summary: 'Every version of a workflow (each published when written)', pathParams: idParam,
-    responses: { 200: { description: 'versions', schema: objectTypes.schema.SchemaRegistryBody } }, errors: [404]
+    responses: { 200: { description: 'versions', schema: versioning.SchemaRegistryBody } }, errors: [404]
   }, async ctx => {
     ctx.body = await workflows.workflowRegistry(service(ctx), ctx.params.id)
   })
