@@ -2,13 +2,9 @@ import { randomUUID } from 'node:crypto'
 import { Agent, request } from 'node:http'
 import pg from 'pg'
 import type { Db } from '../lib/db.js'
-import { loadConfig } from '../lib/config.js'
-import { createLogger } from '../lib/log.js'
-import { computePermissions } from '../lib/access/index.js'
 import { Sequencer, eventHash } from '../lib/audit/index.js'
-import type { ServiceContext } from '../lib/context.js'
 import * as objects from '../lib/objects/index.js'
-import { benchTenant, compare, row, throughput } from './support.js'
+import { benchContext, benchTenant, compare, row, throughput } from './support.js'
 
 export interface ObjectsBenchEnv {
   db: Db
@@ -100,15 +96,6 @@ async function createType (env: ObjectsBenchEnv, token: string): Promise<string>
   return t.id
 }
 
-function libContext (db: Db, tenant: string, sequencing: 'async' | 'sync', sequencer: Sequencer): ServiceContext {
-  return {
-    tenantId: tenant, actor: { sub: 'bench', roles: ['owner'] }, scope: null, permissions: computePermissions(['owner'], null),
-    requestId: 'bench', log: createLogger('bench', 'error'), db,
-    config: loadConfig({ DATABASE_URL: 'postgres://unused', AUTH_DISABLED: 'true', AUDIT_SEQUENCING: sequencing }),
-    jobs: null, sequencer
-  }
-}
-
 export async function benchObjects (env: ObjectsBenchEnv): Promise<string[]> {
   const out: string[] = []
   const tenant = benchTenant('objects')
@@ -142,7 +129,7 @@ export async function benchObjects (env: ObjectsBenchEnv): Promise<string[]> {
   [`${tenant}-lib`, `${tenant}-lib`, JSON.stringify({ name: 'Site', description: null, attributeSchema: null, geometry: { required: false, types: [] }, validationRules: [], workflowId: null, publicIdTemplate: null })])
   const libTypeId = libType.rows[0].type_id as string
   const libOp = (mode: 'async' | 'sync') => {
-    const ctx = libContext(env.db, `${tenant}-lib`, mode, sequencer)
+    const ctx = benchContext(env.db, `${tenant}-lib`, { AUDIT_SEQUENCING: mode }, sequencer)
     return () => throughput(1500, 16, async i => { await objects.createObject(ctx, { typeId: libTypeId, attributes: attrs(i), geometry: point(i) }) })
   }
   out.push(row('pipeline create, async vs sync sequencing, c16', await compare(env.rounds, libOp('async'), libOp('sync'))))

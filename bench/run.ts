@@ -4,6 +4,7 @@ import pg from 'pg'
 import jwt from 'jsonwebtoken'
 import { createDb } from '../lib/db.js'
 import { benchObjects } from './objects.js'
+import { benchQueries } from './queries.js'
 
 // `npm run bench`: starts the real API as its own process on a benchmark database and prints
 // each figure as a ratio against a baseline measured in the same run.
@@ -55,6 +56,7 @@ try {
   const tokenFor = (tenant: string) => jwt.sign({ sub: 'bench', tenant, roles: ['owner'] }, SECRET, { algorithm: 'HS256' })
   console.log(`bench: ${ROUNDS} alternating rounds each, medians; ratio = candidate / baseline (higher is better for ops/s)`)
   for (const line of await benchObjects({ db, databaseUrl: DATABASE_URL, baseUrl, tokenFor, rounds: ROUNDS })) console.log(line)
+  await benchQueries(db, line => console.log(line))
 } finally {
   api.kill('SIGTERM')
   await db.destroy()

@@ -1,4 +1,9 @@
 import { randomUUID } from 'node:crypto'
+import type { Db } from '../lib/db.js'
+import type { AuditKicker, ServiceContext } from '../lib/context.js'
+import { loadConfig } from '../lib/config.js'
+import { createLogger } from '../lib/log.js'
+import { computePermissions } from '../lib/access/index.js'
 
 /** Runs `total` calls of `op` with `concurrency` in flight; returns operations per second. */
 export async function throughput (total: number, concurrency: number, op: (i: number) => Promise<void>): Promise<number> {
@@ -38,4 +43,14 @@ export function row (label: string, r: { candidate: number, baseline: number, ra
 
 export function benchTenant (what: string): string {
   return `bench-${what}-${randomUUID().slice(0, 8)}`
+}
+
+/** A lib-level context for an owner of `tenant`, for benches that call lib directly. */
+export function benchContext (db: Db, tenant: string, env: Record<string, string> = {}, sequencer: AuditKicker | null = null): ServiceContext {
+  return {
+    tenantId: tenant, actor: { sub: 'bench', roles: ['owner'] }, scope: null, permissions: computePermissions(['owner'], null),
+    requestId: randomUUID(), log: createLogger('bench', 'error'), db,
+    config: loadConfig({ DATABASE_URL: 'postgres://unused', AUTH_DISABLED: 'true', LOG_LEVEL: 'error', ...env }),
+    jobs: null, sequencer
+  }
 }

@@ -78,3 +78,17 @@ export function isUuid (s: string): boolean {
 
 /** Positional bindings for knex.raw. */
 export type Bindings = Knex.RawBinding[]
+
+/** One SQL statement with its bindings, built by a module's sql.ts and run by someone else. */
+export interface Statement { sql: string, bindings: Bindings }
+
+/**
+ * Runs independent data-modifying statements as ONE statement (one round trip): all but the
+ * last become WITH clauses. PostgreSQL runs every data-modifying CTE to completion.
+ */
+export async function runStatements (db: Queryable, statements: Statement[]): Promise<void> {
+  if (statements.length === 0) return
+  const last = statements[statements.length - 1]
+  const ctes = statements.slice(0, -1).map((s, i) => `s${i} AS (${s.sql})`)
+  await db.raw(`${ctes.length > 0 ? `WITH ${ctes.join(', ')} ` : ''}${last.sql}`, [...statements.slice(0, -1).flatMap(s => s.bindings), ...last.bindings])
+}

@@ -1,6 +1,6 @@
 import type { ServiceContext } from './context.js'
 import type { Tx } from './db.js'
-import { withTransaction } from './db.js'
+import { runStatements, withTransaction, type Statement } from './db.js'
 import * as access from './access/index.js'
 import * as audit from './audit/index.js'
 import * as outbox from './outbox/index.js'
@@ -51,8 +51,11 @@ export async function runWrite<T> (ctx: ServiceContext, spec: WriteSpec, operati
   const result = await withTransaction(ctx.db, async tx => {
     await ensureTenant(tx, ctx.tenantId)
     const value = await operation({ tx, record: c => { changes.push(c) } })
-    await audit.recordInTransaction(tx, ctx.tenantId, ctx.actor, changes.flatMap(c => c.audit ? [c.audit] : []))
-    await outbox.emitInTransaction(tx, ctx.tenantId, changes.flatMap(c => c.event ? [c.event] : []))
+    // Audit and outbox rows in one round trip.
+    await runStatements(tx, [
+      audit.recordStatement(ctx.tenantId, ctx.actor, changes.flatMap(c => c.audit ? [c.audit] : [])),
+      outbox.emitStatement(ctx.tenantId, changes.flatMap(c => c.event ? [c.event] : []))
+    ].filter((s): s is Statement => s !== null))
     for (const hook of writeHooks.inTransaction) await hook(ctx, tx, spec, changes)
     if (ctx.config.auditSequencing === 'sync') await audit.sequencePending(tx, ctx.tenantId)
     return value

@@ -57,6 +57,20 @@ export function computePermissions (roles: readonly string[], scope: string | nu
   return narrowed
 }
 
+const memo = new Map<string, Permissions>()
+
+/** computePermissions for the built-in grants, memoised by (roles, scope); the result is frozen. */
+export function permissionsFor (roles: readonly string[], scope: string | null): Permissions {
+  const key = `${roles.join('\u0000')}|${scope ?? '\u0000'}`
+  let p = memo.get(key)
+  if (p === undefined) {
+    p = Object.freeze(computePermissions(roles, scope))
+    if (memo.size >= 1000) memo.clear()
+    memo.set(key, p)
+  }
+  return p
+}
+
 export function can (permissions: Permissions, resource: Resource, action: Action): boolean {
   return permissions[resource]?.includes(action) ?? false
 }

@@ -25,8 +25,29 @@ function secretKey (secret: string): KeyObject {
   return k
 }
 
+// Verified tokens, per auth configuration: the same token string always verifies the same way
+// under the same secret, issuer and audience, so only expiry needs checking again. Bounded;
+// the oldest entry goes first.
+const verified = new WeakMap<Config['auth'], Map<string, { identity: Identity, expiresAtMs: number }>>()
+const MAX_VERIFIED = 10_000
+
 /** SPEC section 5 + CONTRACT: HS256 only; iss/aud when configured; sub and tenant required. */
 export function verifyAccessToken (auth: Config['auth'], token: string | null): TokenCheck {
+  let cache = verified.get(auth)
+  if (!cache) { cache = new Map(); verified.set(auth, cache) }
+  const hit = token === null ? undefined : cache.get(token)
+  if (hit !== undefined && Date.now() < hit.expiresAtMs) return { ok: true, identity: hit.identity }
+  if (hit !== undefined) cache.delete(token as string)
+  const check = verifyUncached(auth, token)
+  if (check.ok && token !== null) {
+    if (cache.size >= MAX_VERIFIED) cache.delete(cache.keys().next().value as string)
+    const exp = (jwt.decode(token, { json: true })?.exp ?? Infinity) as number
+    cache.set(token, { identity: check.identity, expiresAtMs: exp * 1000 })
+  }
+  return check
+}
+
+function verifyUncached (auth: Config['auth'], token: string | null): TokenCheck {
   const fail = (reason: string, auditTenant = SYSTEM_TENANT, sub: string | null = null): TokenCheck => ({ ok: false, reason, auditTenant, sub })
   if (token === null || token === '') return fail('missing bearer token')
   let claims: jwt.JwtPayload

@@ -1,23 +1,27 @@
 import type { Actor, ServiceContext } from '../context.js'
-import type { Db, Queryable } from '../db.js'
-import { withTransaction } from '../db.js'
+import type { Db, Statement } from '../db.js'
+import { runStatements } from '../db.js'
 import * as sql from './sql.js'
 
 export type { NewAuditEvent } from './sql.js'
 export { Sequencer, sequencePending } from './sequencer.js'
 export { eventHash, GENESIS_HASH } from './hash.js'
 
-/** Writes events unsequenced, inside the caller's transaction (the write pipeline's). */
-export async function recordInTransaction (tx: Queryable, tenantId: string, actor: Actor | null, events: sql.NewAuditEvent[]): Promise<void> {
-  await sql.insertEvents(tx, tenantId, actor === null ? null : { sub: actor.sub, roles: actor.roles }, events)
+/**
+ * The statement that writes events unsequenced; the write pipeline runs it inside the write's
+ * transaction, together with the outbox's (lib/db runStatements).
+ */
+export function recordStatement (tenantId: string, actor: Actor | null, events: sql.NewAuditEvent[]): Statement | null {
+  if (events.length === 0) return null
+  return sql.insertEventsStatement(tenantId, actor === null ? null : { sub: actor.sub, roles: actor.roles }, events)
 }
 
 /**
  * For events about a request that is itself refused (auth failures, permission denials): they
- * are written in their own transaction so the refusal does not roll them back.
+ * are written in their own (autocommitted) statement so the refusal does not roll them back.
  */
 export async function recordStandalone (db: Db, tenantId: string, actor: Actor | null, event: sql.NewAuditEvent, kick?: (tenantId: string) => unknown): Promise<void> {
-  await withTransaction(db, tx => recordInTransaction(tx, tenantId, actor, [event]))
+  await runStatements(db, [recordStatement(tenantId, actor, [event]) as Statement])
   kick?.(tenantId)
 }
 

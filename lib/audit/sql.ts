@@ -1,4 +1,4 @@
-import type { Bindings, Queryable, Tx } from '../db.js'
+import type { Bindings, Queryable, Statement, Tx } from '../db.js'
 
 export interface AuditRow {
   id: string
@@ -22,18 +22,20 @@ export interface NewAuditEvent {
   data: unknown
 }
 
-// occurred_at is truncated to milliseconds: the hash covers its ISO form, which has ms precision.
-export async function insertEvents (db: Queryable, tenantId: string, actor: object | null, events: NewAuditEvent[]): Promise<void> {
-  if (events.length === 0) return
-  await db('audit_events').insert(events.map(e => ({
-    tenant_id: tenantId,
-    type: e.type,
-    actor: actor === null ? null : JSON.stringify(actor),
-    resource_type: e.resourceType,
-    resource_id: e.resourceId,
-    data: JSON.stringify(e.data ?? {}),
-    occurred_at: db.raw("date_trunc('milliseconds', clock_timestamp())")
-  })))
+/**
+ * Inserts unsequenced events in the given order (arrival follows it). occurred_at is truncated
+ * to milliseconds: the hash covers its ISO form, which has millisecond precision.
+ */
+export function insertEventsStatement (tenantId: string, actor: object | null, events: NewAuditEvent[]): Statement {
+  return {
+    sql: `INSERT INTO audit_events (tenant_id, type, actor, resource_type, resource_id, data, occurred_at)
+      SELECT ?, e.v->>'type', ?::jsonb, e.v->>'resource_type', e.v->>'resource_id', coalesce(e.v->'data', '{}'),
+        date_trunc('milliseconds', clock_timestamp())
+      FROM jsonb_array_elements(?::jsonb) WITH ORDINALITY AS e(v, n)
+      ORDER BY e.n`,
+    bindings: [tenantId, actor === null ? null : JSON.stringify(actor),
+      JSON.stringify(events.map(e => ({ type: e.type, resource_type: e.resourceType, resource_id: e.resourceId, data: e.data ?? {} })))]
+  }
 }
 
 /** Locks the tenant's chain head (creating it at genesis). Held until the transaction ends. */

@@ -1,4 +1,4 @@
-import type { Queryable } from '../db.js'
+import { runStatements, type Queryable, type Statement } from '../db.js'
 
 export interface DomainEvent {
   type: string
@@ -7,16 +7,24 @@ export interface DomainEvent {
   payload: unknown
 }
 
-/** Queues domain events in the caller's transaction: they exist exactly when the change does. */
+/**
+ * The statement that queues domain events (in order); run inside the write's transaction, so
+ * the events exist exactly when the change does.
+ */
+export function emitStatement (tenantId: string, events: DomainEvent[]): Statement | null {
+  if (events.length === 0) return null
+  return {
+    sql: `INSERT INTO outbox_events (tenant_id, type, aggregate_type, aggregate_id, payload)
+      SELECT ?, e.v->>'type', e.v->>'aggregate_type', e.v->>'aggregate_id', e.v->'payload'
+      FROM jsonb_array_elements(?::jsonb) WITH ORDINALITY AS e(v, n)
+      ORDER BY e.n`,
+    bindings: [tenantId, JSON.stringify(events.map(e => ({ type: e.type, aggregate_type: e.aggregateType, aggregate_id: e.aggregateId, payload: e.payload })))]
+  }
+}
+
 export async function emitInTransaction (tx: Queryable, tenantId: string, events: DomainEvent[]): Promise<void> {
-  if (events.length === 0) return
-  await tx('outbox_events').insert(events.map(e => ({
-    tenant_id: tenantId,
-    type: e.type,
-    aggregate_type: e.aggregateType,
-    aggregate_id: e.aggregateId,
-    payload: JSON.stringify(e.payload)
-  })))
+  const s = emitStatement(tenantId, events)
+  if (s !== null) await runStatements(tx, [s])
   // No NOTIFY here: NOTIFY serialises every committing transaction of the database on one
   // queue lock. The worker polls the pending index instead (worker/main.ts).
 }

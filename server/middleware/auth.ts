@@ -59,7 +59,7 @@ export function serviceContext (deps: AuthDeps, id: access.Identity, ctx: Contex
     tenantId: id.tenant,
     actor: { sub: id.sub, roles: id.roles },
     scope: id.scope,
-    permissions: access.computePermissions(id.roles, id.scope),
+    permissions: access.permissionsFor(id.roles, id.scope),
     requestId: ctx.state.requestId,
     log: ctx.state.log,
     db: deps.db,

@@ -1,4 +1,29 @@
 import type { RouteRegistrar } from '../app.js'
+import { defineRoute } from '../openapi/registry.js'
+import * as queries from '../../lib/queries/index.js'
+import { parseQuery } from '../../lib/validation.js'
+import { service } from '../http/common.js'
 
-// queries routes: filled in by the queries capability.
-export const registerQueryRoutes: RouteRegistrar = () => {}
+const S = queries.schema
+
+export const registerQueryRoutes: RouteRegistrar = (router, guards) => {
+  defineRoute(router, guards, {
+    method: 'get', path: '/v1/queries/objects', operationId: 'queryObjects', tag: 'queries', auth: 'bearer',
+    summary: 'Simple object query: typeId, status (workflowState), paging, one sort key',
+    query: S.QueryObjectsQuery, responses: { 200: { description: 'a page of objects', schema: S.QueryResult } }, errors: [400]
+  }, async ctx => {
+    ctx.body = await queries.queryObjects(service(ctx), parseQuery<queries.ListParams>(S.QueryObjectsQuery, ctx.query))
+  })
+
+  defineRoute(router, guards, {
+    method: 'post', path: '/v1/queries/objects/run', operationId: 'runObjectQuery', tag: 'queries', auth: 'bearer',
+    summary: 'Run a query: filters (attribute, spatial, and/or/not), sorts, paging, aggregations, asOf, graph expansion',
+    description: 'Needs objects:read. A bad field, operator or value is a 400 VALIDATION_ERROR whose details.field is the path, ' +
+      'e.g. filters[0].filters[1].operator. Without graph the answer is {items, pagination, aggregations?}; with graph ' +
+      '{objects, relations, truncated}.',
+    body: S.RunQueryBody, bodyRequired: false,
+    responses: { 200: { description: 'the results', schema: S.RunQueryResult } }, errors: [400]
+  }, async ctx => {
+    ctx.body = await queries.runQuery(service(ctx), ctx.request.body)
+  })
+}

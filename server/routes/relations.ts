@@ -1,4 +1,75 @@
 import type { RouteRegistrar } from '../app.js'
+import { defineRoute } from '../openapi/registry.js'
+import * as relations from '../../lib/relations/index.js'
+import { parseQuery } from '../../lib/validation.js'
+import { Uuid } from '../../lib/schemas.js'
+import { idParam, service } from '../http/common.js'
 
-// relations routes: filled in by the relations capability.
-export const registerRelationRoutes: RouteRegistrar = () => {}
+const S = relations.schema
+
+export const registerRelationRoutes: RouteRegistrar = (router, guards) => {
+  defineRoute(router, guards, {
+    method: 'get', path: '/v1/relations', operationId: 'listRelations', tag: 'relations', auth: 'bearer',
+    summary: 'List relations; filters fromObjectId, toObjectId, relationType and metadata.<key> combine with AND',
+    description: S.METADATA_FILTER_DESCRIPTION,
+    query: S.ListRelationsQuery, responses: { 200: { description: 'a page of relations', schema: S.RelationList } }, errors: [400]
+  }, async ctx => {
+    ctx.body = await relations.listRelations(service(ctx), relations.parseListQuery(ctx.query))
+  })
+
+  defineRoute(router, guards, {
+    method: 'post', path: '/v1/relations', operationId: 'createRelation', tag: 'relations', auth: 'bearer',
+    summary: 'Link two objects of the tenant (409 CONFLICT when an identical active link exists)', body: S.CreateRelationBody,
+    responses: { 201: { description: 'created', schema: S.RelationBody, headers: { Location: { description: 'The new relation', schema: { type: 'string' } } } } },
+    errors: [409]
+  }, async ctx => {
+    const r = await relations.createRelation(service(ctx), ctx.request.body)
+    ctx.status = 201
+    ctx.set('Location', `/v1/relations/${r.id}`)
+    ctx.body = r
+  })
+
+  defineRoute(router, guards, {
+    method: 'get', path: '/v1/relations/:id', operationId: 'getRelation', tag: 'relations', auth: 'bearer',
+    summary: 'Read a relation (a soft-deleted one too: deletedAt is set)', pathParams: idParam,
+    responses: { 200: { description: 'the relation', schema: S.RelationBody } }, errors: [404]
+  }, async ctx => {
+    ctx.body = await relations.getRelation(service(ctx), ctx.params.id)
+  })
+
+  defineRoute(router, guards, {
+    method: 'patch', path: '/v1/relations/:id', operationId: 'patchRelation', tag: 'relations', auth: 'bearer',
+    summary: 'Change relationType, metadata (JSON merge patch) or inheritsGeometry of an active relation', pathParams: idParam,
+    body: S.PatchRelationBody, responses: { 200: { description: 'updated', schema: S.RelationBody } }, errors: [404, 409]
+  }, async ctx => {
+    ctx.body = await relations.patchRelation(service(ctx), ctx.params.id, ctx.request.body)
+  })
+
+  defineRoute(router, guards, {
+    method: 'delete', path: '/v1/relations/:id', operationId: 'deleteRelation', tag: 'relations', auth: 'bearer',
+    summary: 'Soft-delete a relation (kept with deletedAt; restorable)', pathParams: idParam,
+    responses: { 204: { description: 'deleted' } }, errors: [404]
+  }, async ctx => {
+    await relations.deleteRelation(service(ctx), ctx.params.id)
+    ctx.status = 204
+  })
+
+  defineRoute(router, guards, {
+    method: 'post', path: '/v1/relations/:id/restore', operationId: 'restoreRelation', tag: 'relations', auth: 'bearer',
+    summary: 'Restore a soft-deleted relation (an active one is returned unchanged)',
+    description: '409 CONFLICT when an identical link (same from, to and type) became active meanwhile, or when an end object no longer exists.',
+    pathParams: idParam, responses: { 200: { description: 'restored', schema: S.RelationBody } }, errors: [404, 409]
+  }, async ctx => {
+    ctx.body = await relations.restoreRelation(service(ctx), ctx.params.id)
+  })
+
+  defineRoute(router, guards, {
+    method: 'get', path: '/v1/objects/:objectId/relations', operationId: 'listObjectRelations', tag: 'relations', auth: 'bearer',
+    summary: 'Relations of one object: outgoing (from it), incoming (to it) or all',
+    pathParams: { objectId: { description: 'A live object of the tenant', schema: Uuid } },
+    query: S.ObjectRelationsQuery, responses: { 200: { description: 'a page of relations', schema: S.RelationList } }, errors: [400, 404]
+  }, async ctx => {
+    const q = parseQuery<relations.ObjectRelationsQuery>(S.ObjectRelationsQuery, ctx.query)
+    ctx.body = await relations.listObjectRelations(service(ctx), ctx.params.objectId, q)
+  })
+}

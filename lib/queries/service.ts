@@ -1,0 +1,61 @@
+import type { ServiceContext } from '../context.js'
+import * as access from '../access/index.js'
+import { page, type Page } from '../schemas.js'
+import { aggregateList, orderBy, whereClause } from './compile.js'
+import { fromListParams, parseRunQuery, type ListParams } from './parse.js'
+import * as sql from './sql.js'
+import { toAggregateDto, toQueryItem, type QueryItem } from './dto.js'
+import type { GraphSpec, Query } from './types.js'
+
+/**
+ * Hooks run before each query run (POST /v1/queries/objects/run), after validation: the
+ * license module counts `query_count` and checks the `queries` feature here.
+ */
+export const queryHooks: { beforeRun: Array<(ctx: ServiceContext) => Promise<void>> } = { beforeRun: [] }
+
+export type QueryPage = Page<QueryItem> & { aggregations?: Array<ReturnType<typeof toAggregateDto>> }
+export type GraphResult = sql.GraphRows
+
+/** POST /v1/queries/objects/run: a page with aggregations, or the expanded graph. */
+export async function runQuery (ctx: ServiceContext, body: unknown): Promise<QueryPage | GraphResult> {
+  await access.authorize(ctx, 'objects', 'read')
+  const q = parseRunQuery(body)
+  for (const hook of queryHooks.beforeRun) await hook(ctx)
+  return q.graph === null ? findObjects(ctx, q) : expandGraph(ctx, q, q.graph)
+}
+
+/** GET /v1/queries/objects: typeId, status (workflowState), paging and one sort key. */
+export async function queryObjects (ctx: ServiceContext, params: ListParams): Promise<QueryPage> {
+  await access.authorize(ctx, 'objects', 'read')
+  return findObjects(ctx, fromListParams(params))
+}
+
+/** Compiles once, then reads the page and the whole set's count and aggregates in parallel. */
+async function findObjects (ctx: ServiceContext, q: Query): Promise<QueryPage> {
+  const src = sql.source(ctx.tenantId, q.asOf)
+  const where = whereClause(q.filter)
+  const aggregates = q.aggregations.length > 0 ? aggregateList(q.aggregations) : null
+  const [rows, stats] = await Promise.all([
+    sql.selectPage(ctx.db, sql.pageStatement(src, where, orderBy(q.sorts), q.limit, q.offset)),
+    sql.selectStats(ctx.db, src, where, aggregates)
+  ])
+  const result: QueryPage = page(rows.map(toQueryItem), q.limit, q.offset, stats.total)
+  if (aggregates !== null) result.aggregations = q.aggregations.map((a, i) => toAggregateDto(a, stats[`a${i}`]))
+  return result
+}
+
+/** With objectIds those are the start and filters do not apply; else the filtered page is. */
+async function expandGraph (ctx: ServiceContext, q: Query, g: GraphSpec): Promise<GraphResult> {
+  const src = sql.source(ctx.tenantId, q.asOf)
+  const start = g.objectIds !== null
+    ? sql.startByIds(src, g.objectIds)
+    : sql.startByQuery(src, whereClause(q.filter), orderBy(q.sorts), q.limit, q.offset)
+  return sql.expandGraph(ctx.db, ctx.tenantId, src, start, g, q.asOf)
+}
+
+/** The plan of a run's page statement (diagnostics, tests and the bench; not an endpoint). */
+export async function explainQuery (ctx: ServiceContext, body: unknown): Promise<string> {
+  await access.authorize(ctx, 'objects', 'read')
+  const q = parseRunQuery(body)
+  return sql.explain(ctx.db, sql.pageStatement(sql.source(ctx.tenantId, q.asOf), whereClause(q.filter), orderBy(q.sorts), q.limit, q.offset))
+}

@@ -1,0 +1,6 @@
+export * as schema from './schema.js'
+export {
+  createRelation, patchRelation, deleteRelation, restoreRelation, getRelation, listRelations, listObjectRelations,
+  parseListQuery, type ListQuery, type ObjectRelationsQuery
+} from './service.js'
+export { toRelationDto, type RelationDto } from './dto.js'

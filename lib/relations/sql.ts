@@ -1,0 +1,132 @@
+import type { Bindings, Queryable, Tx } from '../db.js'
+
+export interface RelationRow {
+  id: string
+  tenant_id: string
+  from_object_id: string
+  to_object_id: string
+  relation_type: string
+  metadata: Record<string, unknown>
+  inherits_geometry: boolean
+  created_at: Date
+  updated_at: Date
+  deleted_at: Date | null
+}
+
+const COLS = `id, tenant_id, from_object_id, to_object_id, relation_type, metadata, inherits_geometry,
+  created_at, updated_at, deleted_at`
+
+// One clock read per statement, truncated to milliseconds (CONTRACT timestamps).
+const NOW = "date_trunc('milliseconds', clock_timestamp())"
+
+/**
+ * Which of `ids` are live objects of the tenant. Takes FOR SHARE locks so that a concurrent
+ * object delete waits for this transaction: a link is never created to an object being deleted.
+ */
+export async function lockLiveObjects (tx: Tx, tenantId: string, ids: string[]): Promise<Set<string>> {
+  const r = await tx.raw(`SELECT id FROM objects WHERE tenant_id = ? AND id = ANY(?::uuid[]) AND deleted_at IS NULL
+    ORDER BY id FOR SHARE`, [tenantId, ids])
+  return new Set(r.rows.map((row: { id: string }) => row.id))
+}
+
+export interface NewRelation {
+  id: string
+  tenantId: string
+  fromObjectId: string
+  toObjectId: string
+  relationType: string
+  metadata: Record<string, unknown>
+  inheritsGeometry: boolean
+}
+
+/** Inserts unless an identical active link exists (relations_active_link); null then. */
+export async function insertRelation (tx: Tx, n: NewRelation): Promise<RelationRow | null> {
+  const r = await tx.raw(`
+    INSERT INTO relations (id, tenant_id, from_object_id, to_object_id, relation_type, metadata, inherits_geometry, created_at, updated_at)
+    SELECT ?, ?, ?, ?, ?, ?::jsonb, ?, t, t FROM (SELECT ${NOW} AS t) now
+    ON CONFLICT (tenant_id, from_object_id, to_object_id, relation_type) WHERE deleted_at IS NULL DO NOTHING
+    RETURNING ${COLS}`,
+  [n.id, n.tenantId, n.fromObjectId, n.toObjectId, n.relationType, JSON.stringify(n.metadata), n.inheritsGeometry])
+  return r.rows[0] ?? null
+}
+
+/** The active link with the same (from, to, type), other than `exceptId`. */
+export async function findActiveTwin (db: Queryable, tenantId: string, from: string, to: string, type: string, exceptId: string | null): Promise<string | null> {
+  const r = await db.raw(`SELECT id FROM relations WHERE tenant_id = ? AND from_object_id = ? AND to_object_id = ?
+    AND relation_type = ? AND deleted_at IS NULL AND id IS DISTINCT FROM ?::uuid`, [tenantId, from, to, type, exceptId])
+  return r.rows[0]?.id ?? null
+}
+
+/** The relation (deleted or not), locked until the transaction ends. */
+export async function lockRelation (tx: Tx, tenantId: string, id: string): Promise<RelationRow | null> {
+  const r = await tx.raw(`SELECT ${COLS} FROM relations WHERE tenant_id = ? AND id = ? FOR UPDATE`, [tenantId, id])
+  return r.rows[0] ?? null
+}
+
+export async function findRelation (db: Queryable, tenantId: string, id: string): Promise<RelationRow | null> {
+  const r = await db.raw(`SELECT ${COLS} FROM relations WHERE tenant_id = ? AND id = ?`, [tenantId, id])
+  return r.rows[0] ?? null
+}
+
+export interface RelationUpdate { relationType: string, metadata: Record<string, unknown>, inheritsGeometry: boolean }
+
+export async function updateRelation (tx: Tx, id: string, u: RelationUpdate): Promise<RelationRow> {
+  const r = await tx.raw(`UPDATE relations SET relation_type = ?, metadata = ?::jsonb, inherits_geometry = ?, updated_at = ${NOW}
+    WHERE id = ? RETURNING ${COLS}`, [u.relationType, JSON.stringify(u.metadata), u.inheritsGeometry, id])
+  return r.rows[0]
+}
+
+/** Soft delete (deleted = true) or restore (false). */
+export async function setDeleted (tx: Tx, id: string, deleted: boolean): Promise<RelationRow> {
+  const r = await tx.raw(`UPDATE relations SET deleted_at = CASE WHEN ? THEN ${NOW} END, updated_at = ${NOW}
+    WHERE id = ? RETURNING ${COLS}`, [deleted, id])
+  return r.rows[0]
+}
+
+export interface ListFilter {
+  fromObjectId?: string
+  toObjectId?: string
+  /** Links touching this object, in the given direction. */
+  objectId?: string
+  direction?: 'outgoing' | 'incoming' | 'all'
+  relationType?: string
+  /** path -> text the JSON scalar at that path must have. */
+  metadata: Array<{ path: string[], value: string }>
+  includeDeleted: boolean
+  limit: number
+  offset: number
+}
+
+function whereClause (tenantId: string, f: ListFilter): { sql: string, params: Bindings } {
+  const where = ['r.tenant_id = ?']
+  const params: Bindings = [tenantId]
+  const add = (cond: string, ...values: Bindings) => { where.push(cond); params.push(...values) }
+  if (f.fromObjectId !== undefined) add('r.from_object_id = ?', f.fromObjectId)
+  if (f.toObjectId !== undefined) add('r.to_object_id = ?', f.toObjectId)
+  if (f.objectId !== undefined) {
+    if (f.direction === 'outgoing') add('r.from_object_id = ?', f.objectId)
+    else if (f.direction === 'incoming') add('r.to_object_id = ?', f.objectId)
+    else add('(r.from_object_id = ? OR r.to_object_id = ?)', f.objectId, f.objectId)
+  }
+  if (f.relationType !== undefined) add('r.relation_type = ?', f.relationType)
+  // "matches the JSON scalar's text" (CONTRACT "Relations"): objects and arrays never match.
+  for (const m of f.metadata) {
+    add("(jsonb_typeof(r.metadata #> ?::text[]) NOT IN ('object', 'array') AND r.metadata #>> ?::text[] = ?)", m.path, m.path, m.value)
+  }
+  if (!f.includeDeleted) where.push('r.deleted_at IS NULL')
+  return { sql: where.join(' AND '), params }
+}
+
+export async function listRelations (db: Queryable, tenantId: string, f: ListFilter): Promise<{ rows: RelationRow[], total: number }> {
+  const w = whereClause(tenantId, f)
+  const [rows, count] = await Promise.all([
+    db.raw(`SELECT ${COLS} FROM relations r WHERE ${w.sql} ORDER BY r.created_at, r.id LIMIT ? OFFSET ?`, [...w.params, f.limit, f.offset]),
+    db.raw(`SELECT count(*)::int AS n FROM relations r WHERE ${w.sql}`, w.params)
+  ])
+  return { rows: rows.rows, total: count.rows[0].n }
+}
+
+export async function liveObjectExists (db: Queryable, tenantId: string, id: string): Promise<boolean> {
+  const r = await db.raw('SELECT 1 FROM objects WHERE tenant_id = ? AND id = ? AND deleted_at IS NULL', [tenantId, id])
+  return r.rows.length > 0
+}
