@@ -79,8 +79,17 @@ export function isUuid (s: string): boolean {
 /** Positional bindings for knex.raw. */
 export type Bindings = Knex.RawBinding[]
 
+/**
+ * A fixed-text statement run as a named prepared statement: each connection plans it once
+ * instead of on every call (about 0.1 ms of database CPU per call on the hot paths). `name`
+ * must belong to exactly one SQL text; use it only where the text never varies.
+ */
+export function prepared (db: Queryable, name: string, sql: string, bindings: Bindings): Knex.Raw {
+  return db.raw(sql, bindings).options({ name })
+}
+
 /** One SQL statement with its bindings, built by a module's sql.ts and run by someone else. */
-export interface Statement { sql: string, bindings: Bindings }
+export interface Statement { sql: string, bindings: Bindings, name?: string }
 
 /**
  * Runs independent data-modifying statements as ONE statement (one round trip): all but the
@@ -90,5 +99,10 @@ export async function runStatements (db: Queryable, statements: Statement[]): Pr
   if (statements.length === 0) return
   const last = statements[statements.length - 1]
   const ctes = statements.slice(0, -1).map((s, i) => `s${i} AS (${s.sql})`)
-  await db.raw(`${ctes.length > 0 ? `WITH ${ctes.join(', ')} ` : ''}${last.sql}`, [...statements.slice(0, -1).flatMap(s => s.bindings), ...last.bindings])
+  const sql = `${ctes.length > 0 ? `WITH ${ctes.join(', ')} ` : ''}${last.sql}`
+  const bindings = [...statements.slice(0, -1).flatMap(s => s.bindings), ...last.bindings]
+  // A composition of named statements has a fixed text too, so it can be prepared as well.
+  const names = statements.map(s => s.name)
+  if (names.every(n => n !== undefined)) await prepared(db, names.join('+'), sql, bindings)
+  else await db.raw(sql, bindings)
 }

@@ -33,6 +33,7 @@ export function insertEventsStatement (tenantId: string, actor: object | null, e
         date_trunc('milliseconds', clock_timestamp())
       FROM jsonb_array_elements(?::jsonb) WITH ORDINALITY AS e(v, n)
       ORDER BY e.n`,
+    name: 'audit.insert-events',
     bindings: [tenantId, actor === null ? null : JSON.stringify(actor),
       JSON.stringify(events.map(e => ({ type: e.type, resource_type: e.resourceType, resource_id: e.resourceId, data: e.data ?? {} })))]
   }

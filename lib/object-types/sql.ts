@@ -1,4 +1,4 @@
-import type { Bindings, Queryable, Tx } from '../db.js'
+import { prepared, type Bindings, type Queryable, type Tx } from '../db.js'
 import type { TypeDefinition } from './definition.js'
 import * as versioning from '../versioning/index.js'
 
@@ -81,7 +81,7 @@ export async function countLiveObjects (db: Queryable, tenantId: string, typeId:
  * of the type is being created.
  */
 export async function findPublished (db: Queryable, tenantId: string, typeId: string, opts: { lock?: boolean } = {}): Promise<{ key: string, version: number, definition: TypeDefinition } | null> {
-  const r = await db.raw(`
+  const r = await prepared(db, opts.lock === true ? 'object-types.published-locked' : 'object-types.published', `
     SELECT t.key, v.version, v.definition
     FROM object_types t JOIN object_type_versions v ON v.type_id = t.id AND v.version = t.published_version
     WHERE t.id = ? AND t.tenant_id = ? AND t.deleted_at IS NULL${opts.lock === true ? ' FOR KEY SHARE OF t' : ''}`, [typeId, tenantId])

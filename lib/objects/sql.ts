@@ -1,4 +1,4 @@
-import type { Bindings, Queryable, Tx } from '../db.js'
+import { prepared, type Bindings, type Queryable, type Tx } from '../db.js'
 import type { Geometry } from '../geo/geojson.js'
 
 /** The uniform shape of an object row, current or historical. */
@@ -46,7 +46,7 @@ export interface NewObject {
 
 /** Inserts the object and its first history version in one statement. */
 export async function insertObject (tx: Tx, o: NewObject): Promise<ObjectRow> {
-  const r = await tx.raw(`
+  const r = await prepared(tx, 'objects.insert', `
     WITH ${NOW},
     o AS (
       INSERT INTO objects (id, tenant_id, type_id, type_version, public_id, attributes, geom, workflow_state, version, valid_from, created_at, updated_at)
@@ -65,7 +65,7 @@ export async function insertObject (tx: Tx, o: NewObject): Promise<ObjectRow> {
 
 /** The live object, locked until the transaction ends (serialises writers of one object). */
 export async function lockObject (tx: Tx, tenantId: string, id: string): Promise<ObjectRow | null> {
-  const r = await tx.raw(`SELECT ${COLS} FROM objects WHERE id = ? AND tenant_id = ? AND deleted_at IS NULL FOR UPDATE`, [id, tenantId])
+  const r = await prepared(tx, 'objects.lock', `SELECT ${COLS} FROM objects WHERE id = ? AND tenant_id = ? AND deleted_at IS NULL FOR UPDATE`, [id, tenantId])
   return r.rows[0] ?? null
 }
 
@@ -86,7 +86,7 @@ export interface VersionChange {
  */
 export async function writeVersion (tx: Tx, current: ObjectRow, c: VersionChange): Promise<ObjectRow> {
   const keepGeom = c.geometry === undefined
-  const r = await tx.raw(`
+  const r = await prepared(tx, 'objects.write-version', `
     WITH ${NOW},
     vf AS MATERIALIZED (SELECT coalesce(${VALID_FROM}, greatest(now.t, ?::timestamptz)) AS t FROM now),
     closed AS (
@@ -112,7 +112,7 @@ export async function writeVersion (tx: Tx, current: ObjectRow, c: VersionChange
 
 /** Soft delete: the object leaves the current table's live set; a 'deleted' version closes history. */
 export async function deleteObject (tx: Tx, current: ObjectRow, actor: object): Promise<ObjectRow> {
-  const r = await tx.raw(`
+  const r = await prepared(tx, 'objects.delete', `
     WITH ${NOW},
     vf AS MATERIALIZED (SELECT greatest(now.t, ?::timestamptz) AS t FROM now),
     closed AS (
@@ -177,7 +177,10 @@ export function objectSource (tenantParam: Bindings, t: TimePoint): { sql: strin
 
 export async function findObject (db: Queryable, tenantId: string, id: string, t: TimePoint): Promise<ObjectRow | null> {
   const src = objectSource([tenantId], t)
-  const r = await db.raw(`SELECT ${COLS} FROM ${src.sql} o WHERE o.id = ?`, [...src.params, id])
+  const text = `SELECT ${COLS} FROM ${src.sql} o WHERE o.id = ?`
+  // The current read is the hot one and its text is fixed; time-travel reads vary less often.
+  const current = t.asOf === undefined && t.validAt === undefined
+  const r = await (current ? prepared(db, 'objects.get', text, [...src.params, id]) : db.raw(text, [...src.params, id]))
   return r.rows[0] ?? null
 }
 

@@ -18,6 +18,7 @@ export function emitStatement (tenantId: string, events: DomainEvent[]): Stateme
       SELECT ?, e.v->>'type', e.v->>'aggregate_type', e.v->>'aggregate_id', e.v->'payload'
       FROM jsonb_array_elements(?::jsonb) WITH ORDINALITY AS e(v, n)
       ORDER BY e.n`,
+    name: 'outbox.emit',
     bindings: [tenantId, JSON.stringify(events.map(e => ({ type: e.type, aggregate_type: e.aggregateType, aggregate_id: e.aggregateId, payload: e.payload })))]
   }
 }
