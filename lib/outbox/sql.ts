@@ -1,0 +1,60 @@
+import type { Queryable, Statement, Tx } from '../db.js'
+
+export interface DomainEvent {
+  type: string
+  aggregateType: string
+  aggregateId: string
+  payload: unknown
+}
+
+export interface OutboxRow {
+  id: string
+  position: number
+  tenant_id: string
+  type: string
+  aggregate_type: string
+  aggregate_id: string
+  payload: unknown
+  created_at: Date
+  attempts: number
+}
+
+/** Queues events in the given order (position follows it). */
+export function emitStatement (tenantId: string, events: DomainEvent[]): Statement {
+  return {
+    sql: `INSERT INTO outbox_events (tenant_id, type, aggregate_type, aggregate_id, payload)
+      SELECT ?, e.v->>'type', e.v->>'aggregate_type', e.v->>'aggregate_id', e.v->'payload'
+      FROM jsonb_array_elements(?::jsonb) WITH ORDINALITY AS e(v, n)
+      ORDER BY e.n`,
+    name: 'outbox.emit',
+    bindings: [tenantId, JSON.stringify(events.map(e => ({ type: e.type, aggregate_type: e.aggregateType, aggregate_id: e.aggregateId, payload: e.payload })))]
+  }
+}
+
+/** Up to `limit` undelivered events in order, locked; rows another claimer holds are skipped. */
+export async function claimPending (tx: Tx, limit: number, tenantId?: string): Promise<OutboxRow[]> {
+  const q = tx('outbox_events').whereNull('delivered_at').orderBy('position').limit(limit).forUpdate().skipLocked().select('*')
+  if (tenantId !== undefined) q.where({ tenant_id: tenantId })
+  return q
+}
+
+export async function markDelivered (tx: Tx, row: OutboxRow): Promise<void> {
+  await tx('outbox_events').where({ id: row.id }).update({ delivered_at: tx.fn.now(), attempts: row.attempts + 1, last_error: null })
+}
+
+export async function markFailed (tx: Tx, row: OutboxRow, error: string): Promise<void> {
+  await tx('outbox_events').where({ id: row.id }).update({ attempts: row.attempts + 1, last_error: error.slice(0, 2000) })
+}
+
+export async function countPending (db: Queryable, tenantId?: string): Promise<number> {
+  const q = db('outbox_events').whereNull('delivered_at').count<{ count: number }[]>('* as count')
+  if (tenantId !== undefined) q.where({ tenant_id: tenantId })
+  const [{ count }] = await q
+  return Number(count)
+}
+
+// Uses the partial index outbox_events_pending.
+export async function hasPending (db: Queryable): Promise<boolean> {
+  const r = await db.raw('SELECT EXISTS (SELECT 1 FROM outbox_events WHERE delivered_at IS NULL) AS pending')
+  return r.rows[0].pending === true
+}
