@@ -1,6 +1,6 @@
 import type { ServiceContext } from '../context.js'
 import { AppError, notFound, validationError } from '../errors.js'
-import { isUuid } from '../db.js'
+import { isUuid, type Tx } from '../db.js'
 import { parse } from '../validation.js'
 import { page, type Page } from '../schemas.js'
 import * as access from '../access/index.js'
@@ -10,6 +10,7 @@ import * as schema from './schema.js'
 import * as sql from './sql.js'
 import { checkDefinition, validateCandidate, type Fault, type TypeDefinition } from './definition.js'
 import { toObjectTypeDto, type ObjectTypeDto } from './dto.js'
+import { forgetPublished } from './published-cache.js'
 import * as versioning from '../versioning/index.js'
 
 type DefinitionInput = Partial<{
@@ -55,6 +56,12 @@ function mustFind (t: sql.TypeWithLatest | null, id: string): sql.TypeWithLatest
   return t ?? notFound('object type', id)
 }
 
+/** Locks a type for a change of its definition, publish state or existence. */
+async function lockForChange (tx: Tx, tenantId: string, id: string): Promise<sql.TypeWithLatest> {
+  forgetPublished(id)
+  return mustFind(await sql.findType(tx, tenantId, id, true), id)
+}
+
 function latestOf (t: sql.TypeWithLatest): versioning.Latest {
   return { id: t.id, version: t.latest_version, status: t.latest.status }
 }
@@ -93,7 +100,7 @@ export async function patchObjectType (ctx: ServiceContext, id: string, body: un
   const input = parse<DefinitionInput>(schema.PatchObjectTypeBody, body)
   if (!isUuid(id)) notFound('object type', id)
   return runWrite(ctx, { resource: 'objectTypes', action: 'write' }, async w => {
-    const t = mustFind(await sql.findType(w.tx, ctx.tenantId, id, true), id)
+    const t = await lockForChange(w.tx, ctx.tenantId, id)
     const def = mergeDefinition(t.latest.definition, input)
     checkDefinition(def)
     await checkReferences(ctx, w.tx, def)
@@ -108,7 +115,7 @@ export async function publishObjectType (ctx: ServiceContext, id: string, body: 
   const { to = 'published' } = parse<{ to?: 'sandbox' | 'published' }>(versioning.PublishBody, body ?? {})
   if (!isUuid(id)) notFound('object type', id)
   return runWrite(ctx, { resource: 'objectTypes', action: 'publish' }, async w => {
-    const t = mustFind(await sql.findType(w.tx, ctx.tenantId, id, true), id)
+    const t = await lockForChange(w.tx, ctx.tenantId, id)
     const from = t.latest.status
     await versioning.advance(sql.versions, w.tx, 'object type', latestOf(t), to)
     w.record(audited('objectType.published', t, { version: t.latest_version, from, to }))
@@ -119,7 +126,7 @@ export async function publishObjectType (ctx: ServiceContext, id: string, body: 
 export async function deleteObjectType (ctx: ServiceContext, id: string): Promise<void> {
   if (!isUuid(id)) notFound('object type', id)
   await runWrite(ctx, { resource: 'objectTypes', action: 'write' }, async w => {
-    const t = mustFind(await sql.findType(w.tx, ctx.tenantId, id, true), id)
+    const t = await lockForChange(w.tx, ctx.tenantId, id)
     const live = await sql.countLiveObjects(w.tx, ctx.tenantId, id)
     if (live > 0) throw new AppError('CONFLICT', `object type ${t.key} still has ${live} live object(s); delete them first`, { liveObjects: live })
     await sql.softDeleteType(w.tx, id)

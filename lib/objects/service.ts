@@ -23,7 +23,7 @@ export const workflowHooks = {
 interface CreateInput { typeId: string, attributes?: Record<string, unknown>, geometry?: Geometry | null, validFrom?: string }
 interface PatchInput { attributes?: Record<string, unknown>, geometry?: Geometry | null, validFrom?: string }
 
-type Published = NonNullable<Awaited<ReturnType<typeof objectTypes.findPublished>>>
+type Published = objectTypes.Published
 
 function assertValid (pub: Published, typeId: string, candidate: objectTypes.Candidate): void {
   const faults = objectTypes.validateCandidate(pub.definition, candidate, `${typeId}:${pub.version}`)
@@ -58,37 +58,52 @@ export function recordObjectChange (w: WriteScope, kind: 'created' | 'updated' |
 // Longer ids could not be indexed (a btree entry holds about 2.7 kB) and are no use as identifiers.
 const MAX_PUBLIC_ID = 256
 
-/** The type's template rendered (drawing the next sequence number only when it uses one), or the id. */
-async function makePublicId (tx: Tx, tenantId: string, p: { id: string, typeId: string, typeKey: string, template: string | null, attributes: Record<string, unknown> }): Promise<string> {
+/** The type's template rendered, or the id. `drawSeq` gives the next sequence number, once. */
+async function makePublicId (p: { id: string, typeKey: string, template: string | null, attributes: Record<string, unknown> }, drawSeq: () => Promise<number>): Promise<string> {
   if (p.template === null) return p.id
-  const seq = usesSequence(p.template) ? await sql.nextPublicIdSeq(tx, tenantId, p.typeId) : null
+  const seq = usesSequence(p.template) ? await drawSeq() : null
   const publicId = renderPublicId(p.template, { seq, now: new Date(), typeKey: p.typeKey, attributes: p.attributes })
   if (publicId === '') throw validationError('publicId', `the type's publicIdTemplate "${p.template}" renders an empty publicId for these attributes`)
   if (publicId.length > MAX_PUBLIC_ID) throw validationError('publicId', `the type's publicIdTemplate renders ${publicId.length} characters; at most ${MAX_PUBLIC_ID} are allowed`)
   return publicId
 }
 
+async function mustPublish (db: Tx, tenantId: string, typeId: string, fresh: boolean): Promise<Published> {
+  return await objectTypes.publishedType(db, tenantId, typeId, { fresh }) ??
+    (() => { throw validationError('typeId', 'object type does not exist or has no published version') })()
+}
+
+/**
+ * Validates against the type's published definition (from the in-process cache) and inserts on
+ * condition that the definition is still the published one; when it is not (a newer version was
+ * published, or the type was deleted), the definition is read afresh and the create tried once more.
+ */
 export async function createObject (ctx: ServiceContext, body: unknown): Promise<ObjectDto> {
   const input = parse<CreateInput>(schema.CreateObjectBody, body)
   return runWrite(ctx, { resource: 'objects', action: 'write', limit: 'object_count' }, async w => {
-    const pub = await objectTypes.findPublished(w.tx, ctx.tenantId, input.typeId, { lock: true })
-    if (pub === null) throw validationError('typeId', 'object type does not exist or has no published version')
-    const def = pub.definition
-    const workflowState = def.workflowId === null ? null : await workflowHooks.initialState(ctx, w.tx, def.workflowId)
+    const id = randomUUID()
     const attributes = input.attributes ?? {}
     const geometry = input.geometry ?? null
-    assertValid(pub, input.typeId, { typeId: input.typeId, attributes, geometry, workflowState })
-    const id = randomUUID()
-    const publicId = await makePublicId(w.tx, ctx.tenantId, { id, typeId: input.typeId, typeKey: pub.key, template: def.publicIdTemplate, attributes })
-    const row = await sql.insertObject(w.tx, {
-      id, tenantId: ctx.tenantId, typeId: input.typeId, typeVersion: pub.version, publicId,
-      attributes, geometry, workflowState, validFrom: input.validFrom ?? null, actor: actorOf(ctx)
-    }).catch((err: { code?: string, constraint?: string }) => {
-      if (err.code === '23505' && err.constraint === 'objects_tenant_public_id') {
-        throw new AppError('CONFLICT', `publicId "${publicId}" is already taken in this tenant`, { field: 'publicId', publicId })
-      }
-      throw err
-    })
+    let seq: number | null = null // drawn at most once, so a retry leaves no gap in {{seq}}
+    const drawSeq = async () => (seq ??= await sql.nextPublicIdSeq(w.tx, ctx.tenantId, input.typeId))
+    const attempt = async (pub: Published): Promise<sql.ObjectRow | null> => {
+      const def = pub.definition
+      const workflowState = def.workflowId === null ? null : await workflowHooks.initialState(ctx, w.tx, def.workflowId)
+      assertValid(pub, input.typeId, { typeId: input.typeId, attributes, geometry, workflowState })
+      const publicId = await makePublicId({ id, typeKey: pub.key, template: def.publicIdTemplate, attributes }, drawSeq)
+      return sql.insertObject(w.tx, {
+        id, tenantId: ctx.tenantId, typeId: input.typeId, typeVersion: pub.version, publicId,
+        attributes, geometry, workflowState, validFrom: input.validFrom ?? null, actor: actorOf(ctx)
+      }).catch((err: { code?: string, constraint?: string }) => {
+        if (err.code === '23505' && err.constraint === 'objects_tenant_public_id') {
+          throw new AppError('CONFLICT', `publicId "${publicId}" is already taken in this tenant`, { field: 'publicId', publicId })
+        }
+        throw err
+      })
+    }
+    const row = await attempt(await mustPublish(w.tx, ctx.tenantId, input.typeId, false)) ??
+      await attempt(await mustPublish(w.tx, ctx.tenantId, input.typeId, true)) ??
+      (() => { throw validationError('typeId', 'object type changed while the object was created; retry') })()
     recordObjectChange(w, 'created', row)
     return toObjectDto(row)
   })

@@ -44,13 +44,23 @@ export interface NewObject {
   actor: object
 }
 
-/** Inserts the object and its first history version in one statement. */
-export async function insertObject (tx: Tx, o: NewObject): Promise<ObjectRow> {
+/**
+ * Inserts the object and its first history version in one statement, on condition that
+ * `typeVersion` is still the type's published version and the type is live. The condition holds
+ * a KEY SHARE lock on the type row until commit, so a concurrent type delete (which locks the row
+ * FOR UPDATE before counting live objects) either waits and sees this object, or wins and makes
+ * the condition fail. Returns null when the condition failed: nothing was written.
+ */
+export async function insertObject (tx: Tx, o: NewObject): Promise<ObjectRow | null> {
   const r = await prepared(tx, 'objects.insert', `
     WITH ${NOW},
+    t AS (
+      SELECT 1 FROM object_types WHERE id = ? AND tenant_id = ? AND published_version = ? AND deleted_at IS NULL
+      FOR KEY SHARE
+    ),
     o AS (
       INSERT INTO objects (id, tenant_id, type_id, type_version, public_id, attributes, geom, workflow_state, version, valid_from, created_at, updated_at)
-      SELECT ?, ?, ?, ?, ?, ?::jsonb, ST_SetSRID(ST_GeomFromGeoJSON(?::text), 4326), ?, 1, coalesce(${VALID_FROM}, now.t), now.t, now.t FROM now
+      SELECT ?, ?, ?, ?, ?, ?::jsonb, ST_SetSRID(ST_GeomFromGeoJSON(?::text), 4326), ?, 1, coalesce(${VALID_FROM}, now.t), now.t, now.t FROM now, t
       RETURNING *
     ),
     v AS (
@@ -58,9 +68,9 @@ export async function insertObject (tx: Tx, o: NewObject): Promise<ObjectRow> {
       SELECT id, 1, tenant_id, type_id, public_id, 'created', attributes, geom, workflow_state, created_at, updated_at, valid_from, created_at, ?::jsonb FROM o
     )
     SELECT ${COLS} FROM o`,
-  [o.id, o.tenantId, o.typeId, o.typeVersion, o.publicId, JSON.stringify(o.attributes),
+  [o.typeId, o.tenantId, o.typeVersion, o.id, o.tenantId, o.typeId, o.typeVersion, o.publicId, JSON.stringify(o.attributes),
     o.geometry === null ? null : JSON.stringify(o.geometry), o.workflowState, o.validFrom, JSON.stringify(o.actor)])
-  return r.rows[0]
+  return r.rows[0] ?? null
 }
 
 /** The live object, locked until the transaction ends (serialises writers of one object). */
