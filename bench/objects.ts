@@ -118,9 +118,11 @@ export async function benchObjects (env: ObjectsBenchEnv): Promise<string[]> {
 
   // The floor: an HTTP round trip that touches no database, against the same raw SQL get. No
   // endpoint can beat this ratio on this machine; the get-by-id ratio is read against it.
-  out.push(row('floor: GET /v1/health/live vs raw SQL get, c16', await compare(env.rounds,
-    () => throughput(5000, 16, async () => { await http(env, token, 'GET', '/v1/health/live') }),
-    () => throughput(5000, 16, async i => { await pool.query(RAW_GET, [ids[i % ids.length], tenant]) }))))
+  for (const [c, n] of [[1, 1000], [16, 5000]] as const) {
+    out.push(row(`floor: GET /v1/health/live vs raw SQL get, c${c}`, await compare(env.rounds,
+      () => throughput(n, c, async () => { await http(env, token, 'GET', '/v1/health/live') }),
+      () => throughput(n, c, async i => { await pool.query(RAW_GET, [ids[i % ids.length], tenant]) }))))
+  }
 
   // The audit step: what the unsequenced insert costs, and what a per-tenant head lock held to
   // COMMIT (synchronous sequencing) would cost, at concurrency 16 in one tenant.
