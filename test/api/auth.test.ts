@@ -2,7 +2,7 @@ import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { generateKeyPairSync } from 'node:crypto'
 import jwt from 'jsonwebtoken'
-import { startServer, newTenant, publishedType, token, type Response, type TestServer } from '../support/harness.js'
+import { startServer, newTenant, publishedType, token, useOwnerSession, type Response, type TestServer } from '../support/harness.js'
 import { TEST_JWT_SECRET } from '../support/env.js'
 
 const b64 = (o: object) => Buffer.from(JSON.stringify(o)).toString('base64url')
@@ -164,44 +164,37 @@ describe('AUTH_DISABLED=true', () => {
 })
 
 describe('built-in roles (SPEC 5.6, CONTRACT grants)', () => {
-  let s: TestServer
-  const tenant = newTenant('roles')
-  let typeId: string
-  before(async () => {
-    s = await startServer()
-    typeId = await publishedType(s.as(tenant, ['owner']))
-  })
-  after(() => s.close())
+  const ctx = useOwnerSession({ tenantPrefix: 'roles', type: true })
 
   const typeBody = () => ({ key: `k_${Math.random().toString(36).slice(2, 10)}`, name: 'T', attributeSchema: { type: 'object' } })
 
   it('viewer lists objects but gets 403 on POST /v1/objects', async () => {
-    const viewer = s.as(tenant, ['viewer'])
+    const viewer = ctx.s.as(ctx.tenant, ['viewer'])
     assert.equal((await viewer.get('/v1/objects')).status, 200)
-    assertErrorBody(await viewer.post('/v1/objects', { typeId }), 403, 'FORBIDDEN')
+    assertErrorBody(await viewer.post('/v1/objects', { typeId: ctx.typeId }), 403, 'FORBIDDEN')
   })
 
   it('operator creates objects but gets 403 on POST /v1/object-types', async () => {
-    const operator = s.as(tenant, ['operator'])
-    const created = await operator.post('/v1/objects', { typeId, attributes: { name: 'by operator' } })
+    const operator = ctx.s.as(ctx.tenant, ['operator'])
+    const created = await operator.post('/v1/objects', { typeId: ctx.typeId, attributes: { name: 'by operator' } })
     assert.equal(created.status, 201, created.text)
     assertErrorBody(await operator.post('/v1/object-types', typeBody()), 403, 'FORBIDDEN')
   })
 
   it('admin creates object types', async () => {
-    const res = await s.as(tenant, ['admin']).post('/v1/object-types', typeBody())
+    const res = await ctx.s.as(ctx.tenant, ['admin']).post('/v1/object-types', typeBody())
     assert.equal(res.status, 201, res.text)
   })
 
   it('a custom role has nothing: 403 on reads', async () => {
-    const custom = s.as(tenant, ['surveyor'])
+    const custom = ctx.s.as(ctx.tenant, ['surveyor'])
     assertErrorBody(await custom.get('/v1/objects'), 403, 'FORBIDDEN')
     assertErrorBody(await custom.get('/v1/object-types'), 403, 'FORBIDDEN')
     assert.deepEqual((await custom.get('/v1/auth/me')).body.permissions, {})
   })
 
   it('a 403 names the missing permission', async () => {
-    const res = await s.as(tenant, ['viewer']).post('/v1/objects', { typeId })
+    const res = await ctx.s.as(ctx.tenant, ['viewer']).post('/v1/objects', { typeId: ctx.typeId })
     assert.deepEqual(res.body.error.details, { resource: 'objects', action: 'write' })
   })
 })

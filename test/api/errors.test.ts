@@ -1,10 +1,10 @@
-import { describe, it, before, after } from 'node:test'
+import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import http from 'node:http'
 import { Writable } from 'node:stream'
 import { gzipSync } from 'node:zlib'
 import { createLogger } from '../../lib/log.js'
-import { startServer, newTenant, publishedType, type Client, type Response, type TestServer } from '../support/harness.js'
+import { startServer, newTenant, publishedType, useOwnerSession, type Response } from '../support/harness.js'
 
 // CONTRACT "General": error body, malformed JSON, MAX_BODY_BYTES, unknown fields; SPEC 7.
 
@@ -45,18 +45,10 @@ function rawRequest (base: string, opts: { method: string, path: string, headers
 }
 
 describe('request bodies and error responses', () => {
-  let s: TestServer
-  let owner: Client
-  let typeId: string
-  before(async () => {
-    s = await startServer({ MAX_BODY_BYTES: String(MAX) })
-    owner = s.as(newTenant('err'), ['owner'])
-    typeId = await publishedType(owner)
-  })
-  after(() => s.close())
+  const ctx = useOwnerSession({ env: { MAX_BODY_BYTES: String(MAX) }, tenantPrefix: 'err', type: true })
 
   const post = (raw: string, headers: Record<string, string> = { 'Content-Type': 'application/json' }) =>
-    s.request('POST', '/v1/objects', { token: owner.token, raw, headers })
+    ctx.s.request('POST', '/v1/objects', { token: ctx.owner.token, raw, headers })
 
   it('answers malformed JSON with 400 BAD_REQUEST', async () => {
     assertErrorBody(await post('{"typeId": '), 400, 'BAD_REQUEST')
@@ -64,35 +56,35 @@ describe('request bodies and error responses', () => {
   })
 
   it('answers a body over MAX_BODY_BYTES (Content-Length) with 413 PAYLOAD_TOO_LARGE', async () => {
-    const body = JSON.stringify({ typeId, attributes: { name: 'x'.repeat(MAX) } })
+    const body = JSON.stringify({ typeId: ctx.typeId, attributes: { name: 'x'.repeat(MAX) } })
     assertErrorBody(await post(body), 413, 'PAYLOAD_TOO_LARGE')
   })
 
   it('accepts a body of exactly MAX_BODY_BYTES and refuses one byte more', async () => {
-    const skeleton = JSON.stringify({ typeId, attributes: { name: '' } })
-    const exact = JSON.stringify({ typeId, attributes: { name: 'x'.repeat(MAX - skeleton.length) } })
+    const skeleton = JSON.stringify({ typeId: ctx.typeId, attributes: { name: '' } })
+    const exact = JSON.stringify({ typeId: ctx.typeId, attributes: { name: 'x'.repeat(MAX - skeleton.length) } })
     assert.equal(Buffer.byteLength(exact), MAX)
     const ok = await post(exact)
     assert.equal(ok.status, 201, ok.text)
-    const over = JSON.stringify({ typeId, attributes: { name: 'x'.repeat(MAX - skeleton.length + 1) } })
+    const over = JSON.stringify({ typeId: ctx.typeId, attributes: { name: 'x'.repeat(MAX - skeleton.length + 1) } })
     assertErrorBody(await post(over), 413, 'PAYLOAD_TOO_LARGE')
   })
 
   it('answers a chunked body over MAX_BODY_BYTES with 413 PAYLOAD_TOO_LARGE', async () => {
-    const chunks = ['{"typeId":"' + typeId + '","attributes":{"name":"']
+    const chunks = ['{"typeId":"' + ctx.typeId + '","attributes":{"name":"']
     for (let i = 0; i < 10; i++) chunks.push('y'.repeat(1000))
     chunks.push('"}}')
-    const res = await rawRequest(s.base, {
+    const res = await rawRequest(ctx.s.base, {
       method: 'POST', path: '/v1/objects', chunks,
-      headers: { Authorization: `Bearer ${owner.token}`, 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked' }
+      headers: { Authorization: `Bearer ${ctx.owner.token}`, 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked' }
     })
     assertErrorBody(res, 413, 'PAYLOAD_TOO_LARGE')
   })
 
   it('accepts a small chunked body', async () => {
-    const res = await rawRequest(s.base, {
-      method: 'POST', path: '/v1/objects', chunks: ['{"typeId":"', typeId, '","attributes":{"name":"chunked"}}'],
-      headers: { Authorization: `Bearer ${owner.token}`, 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked' }
+    const res = await rawRequest(ctx.s.base, {
+      method: 'POST', path: '/v1/objects', chunks: ['{"typeId":"', ctx.typeId, '","attributes":{"name":"chunked"}}'],
+      headers: { Authorization: `Bearer ${ctx.owner.token}`, 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked' }
     })
     assert.equal(res.status, 201, res.text)
     assert.equal((res.body as { attributes: { name: string } }).attributes.name, 'chunked')
@@ -100,24 +92,24 @@ describe('request bodies and error responses', () => {
 
   it('answers a non-JSON content type with a body with 400', async () => {
     assertErrorBody(await post('typeId=1', { 'Content-Type': 'application/x-www-form-urlencoded' }), 400, 'BAD_REQUEST')
-    assertErrorBody(await post(JSON.stringify({ typeId }), { 'Content-Type': 'text/plain' }), 400, 'BAD_REQUEST')
+    assertErrorBody(await post(JSON.stringify({ typeId: ctx.typeId }), { 'Content-Type': 'text/plain' }), 400, 'BAD_REQUEST')
   })
 
   it('decompresses a gzip body, and answers 400 BAD_REQUEST when it is not gzip at all', async () => {
-    const body = gzipSync(JSON.stringify({ typeId, attributes: { name: 'zipped' } }))
-    const ok = await fetch(s.base + '/v1/objects', {
-      method: 'POST', body, headers: { Authorization: `Bearer ${owner.token}`, 'Content-Type': 'application/json', 'Content-Encoding': 'gzip' }
+    const body = gzipSync(JSON.stringify({ typeId: ctx.typeId, attributes: { name: 'zipped' } }))
+    const ok = await fetch(ctx.s.base + '/v1/objects', {
+      method: 'POST', body, headers: { Authorization: `Bearer ${ctx.owner.token}`, 'Content-Type': 'application/json', 'Content-Encoding': 'gzip' }
     })
     assert.equal(ok.status, 201, await ok.text())
-    assertErrorBody(await post(JSON.stringify({ typeId }), { 'Content-Type': 'application/json', 'Content-Encoding': 'gzip' }), 400, 'BAD_REQUEST')
-    assertErrorBody(await post(JSON.stringify({ typeId }), { 'Content-Type': 'application/json', 'Content-Encoding': 'compress' }), 400, 'BAD_REQUEST')
+    assertErrorBody(await post(JSON.stringify({ typeId: ctx.typeId }), { 'Content-Type': 'application/json', 'Content-Encoding': 'gzip' }), 400, 'BAD_REQUEST')
+    assertErrorBody(await post(JSON.stringify({ typeId: ctx.typeId }), { 'Content-Type': 'application/json', 'Content-Encoding': 'compress' }), 400, 'BAD_REQUEST')
   })
 
   it('answers a gzip body that inflates beyond MAX_BODY_BYTES with 413', async () => {
-    const bomb = gzipSync(JSON.stringify({ typeId, attributes: { name: 'z'.repeat(MAX * 50) } }))
+    const bomb = gzipSync(JSON.stringify({ typeId: ctx.typeId, attributes: { name: 'z'.repeat(MAX * 50) } }))
     assert.ok(bomb.length < MAX, 'the compressed body itself is small')
-    const res = await fetch(s.base + '/v1/objects', {
-      method: 'POST', body: bomb, headers: { Authorization: `Bearer ${owner.token}`, 'Content-Type': 'application/json', 'Content-Encoding': 'gzip' }
+    const res = await fetch(ctx.s.base + '/v1/objects', {
+      method: 'POST', body: bomb, headers: { Authorization: `Bearer ${ctx.owner.token}`, 'Content-Type': 'application/json', 'Content-Encoding': 'gzip' }
     })
     const text = await res.text()
     assert.equal(res.status, 413, text)
@@ -125,36 +117,36 @@ describe('request bodies and error responses', () => {
   })
 
   it('accepts application/json with a charset', async () => {
-    const res = await post(JSON.stringify({ typeId }), { 'Content-Type': 'application/json; charset=utf-8' })
+    const res = await post(JSON.stringify({ typeId: ctx.typeId }), { 'Content-Type': 'application/json; charset=utf-8' })
     assert.equal(res.status, 201, res.text)
   })
 
   it('answers an unknown top-level field with 400 VALIDATION_ERROR naming it', async () => {
-    const res = await owner.post('/v1/objects', { typeId, colour: 'red' })
+    const res = await ctx.owner.post('/v1/objects', { typeId: ctx.typeId, colour: 'red' })
     assertErrorBody(res, 400, 'VALIDATION_ERROR')
     assert.equal(res.body.error.details.field, 'colour')
     assert.equal(typeof res.body.error.details.reason, 'string')
   })
 
   it('answers a JSON body that is not an object with 400 VALIDATION_ERROR', async () => {
-    assertErrorBody(await owner.post('/v1/objects', [typeId]), 400, 'VALIDATION_ERROR')
+    assertErrorBody(await ctx.owner.post('/v1/objects', [ctx.typeId]), 400, 'VALIDATION_ERROR')
   })
 
   it('answers an unknown route with 404 NOT_FOUND in the error body', async () => {
-    assertErrorBody(await owner.get('/v1/no-such-thing'), 404, 'NOT_FOUND')
-    assertErrorBody(await s.request('GET', '/v2/objects'), 404, 'NOT_FOUND')
+    assertErrorBody(await ctx.owner.get('/v1/no-such-thing'), 404, 'NOT_FOUND')
+    assertErrorBody(await ctx.s.request('GET', '/v2/objects'), 404, 'NOT_FOUND')
   })
 
   it('answers a wrong method with 405, an Allow header and the error body', async () => {
-    const res = await owner.put('/v1/objects', {})
+    const res = await ctx.owner.put('/v1/objects', {})
     assertErrorBody(res, 405, 'BAD_REQUEST')
     assert.match(res.headers.get('allow') ?? '', /GET/)
     assert.match(res.headers.get('allow') ?? '', /POST/)
-    assertErrorBody(await s.request('DELETE', '/v1/health/live'), 405, 'BAD_REQUEST')
+    assertErrorBody(await ctx.s.request('DELETE', '/v1/health/live'), 405, 'BAD_REQUEST')
   })
 
   it('answers a method the service implements nowhere with 501 and the error body', async () => {
-    assertErrorBody(await s.request('PROPFIND', '/v1/objects', { token: owner.token }), 501, 'BAD_REQUEST')
+    assertErrorBody(await ctx.s.request('PROPFIND', '/v1/objects', { token: ctx.owner.token }), 501, 'BAD_REQUEST')
   })
 })
 

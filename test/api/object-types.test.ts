@@ -1,36 +1,28 @@
-import { describe, it, before, after } from 'node:test'
+import { describe, it, before } from 'node:test'
 import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
-import { startServer, newTenant, publishedType, type TestServer, type Client } from '../support/harness.js'
+import { newTenant, publishedType, useOwnerSession } from '../support/harness.js'
 import { errorOf, tenantCounts } from '../fixtures/objects.js'
 
 const key = (p = 'type') => `${p}_${randomUUID().slice(0, 8)}`
 
 describe('POST /v1/object-types', () => {
-  let s: TestServer
-  let tenant: string
-  let owner: Client
-  before(async () => {
-    s = await startServer()
-    tenant = newTenant()
-    owner = s.as(tenant, ['owner'])
-  })
-  after(() => s.close())
+  const ctx = useOwnerSession()
 
   async function refused (body: Record<string, unknown>, field: string) {
-    const before = await tenantCounts(s.db, tenant)
-    const res = await owner.post('/v1/object-types', { key: key(), name: 'T', ...body })
+    const before = await tenantCounts(ctx.s.db, ctx.tenant)
+    const res = await ctx.owner.post('/v1/object-types', { key: key(), name: 'T', ...body })
     assert.equal(res.status, 400, res.text)
     const e = errorOf(res)
     assert.equal(e.code, 'VALIDATION_ERROR')
     assert.equal(e.details.field, field, res.text)
-    assert.deepEqual(await tenantCounts(s.db, tenant), before, 'a refused create leaves nothing behind')
+    assert.deepEqual(await tenantCounts(ctx.s.db, ctx.tenant), before, 'a refused create leaves nothing behind')
     return e
   }
 
   it('answers 201 with version 1 as draft and every field of the type', async () => {
     const k = key('pipe')
-    const res = await owner.post('/v1/object-types', {
+    const res = await ctx.owner.post('/v1/object-types', {
       key: k,
       name: 'Pipe',
       description: 'Water pipes',
@@ -55,11 +47,11 @@ describe('POST /v1/object-types', () => {
     assert.equal(t.status, 'draft')
     assert.equal(t.publishedVersion, null)
     assert.match(t.createdAt, /Z$/)
-    assert.deepEqual((await owner.get(`/v1/object-types/${t.id}`)).body, t)
+    assert.deepEqual((await ctx.owner.get(`/v1/object-types/${t.id}`)).body, t)
   })
 
   it('fills defaults for a minimal type', async () => {
-    const res = await owner.post('/v1/object-types', { key: key(), name: 'Minimal' })
+    const res = await ctx.owner.post('/v1/object-types', { key: key(), name: 'Minimal' })
     assert.equal(res.status, 201)
     assert.equal(res.body.attributeSchema, null)
     assert.deepEqual(res.body.geometry, { required: false, types: [] })
@@ -69,13 +61,13 @@ describe('POST /v1/object-types', () => {
 
   it('answers 409 CONFLICT to a duplicate key in the tenant; the same key in another tenant is fine', async () => {
     const k = key('dup')
-    assert.equal((await owner.post('/v1/object-types', { key: k, name: 'One' })).status, 201)
-    const before = await tenantCounts(s.db, tenant)
-    const dup = await owner.post('/v1/object-types', { key: k, name: 'Two' })
+    assert.equal((await ctx.owner.post('/v1/object-types', { key: k, name: 'One' })).status, 201)
+    const before = await tenantCounts(ctx.s.db, ctx.tenant)
+    const dup = await ctx.owner.post('/v1/object-types', { key: k, name: 'Two' })
     assert.equal(dup.status, 409, dup.text)
     assert.equal(errorOf(dup).code, 'CONFLICT')
-    assert.deepEqual(await tenantCounts(s.db, tenant), before)
-    assert.equal((await s.as(newTenant(), ['admin']).post('/v1/object-types', { key: k, name: 'Elsewhere' })).status, 201)
+    assert.deepEqual(await tenantCounts(ctx.s.db, ctx.tenant), before)
+    assert.equal((await ctx.s.as(newTenant(), ['admin']).post('/v1/object-types', { key: k, name: 'Elsewhere' })).status, 201)
   })
 
   it('refuses an attributeSchema that is not of type object or does not compile', async () => {
@@ -88,20 +80,20 @@ describe('POST /v1/object-types', () => {
   })
 
   it('refuses a definition nested absurdly deep with 400 (never 500)', async () => {
-    const before = await tenantCounts(s.db, tenant)
+    const before = await tenantCounts(ctx.s.db, ctx.tenant)
     const depth = 3000
     const raw = `{"key":"${key()}","name":"deep","attributeSchema":{"type":"object","properties":${'{"a":{"type":"object","properties":'.repeat(depth)}{}${'}}'.repeat(depth)}}}`
-    const res = await s.request('POST', '/v1/object-types', { token: owner.token, raw, headers: { 'Content-Type': 'application/json' } })
+    const res = await ctx.s.request('POST', '/v1/object-types', { token: ctx.owner.token, raw, headers: { 'Content-Type': 'application/json' } })
     assert.equal(res.status, 400, res.text.slice(0, 200))
     assert.match(errorOf(res).details.reason, /deeper than/)
-    assert.deepEqual(await tenantCounts(s.db, tenant), before)
+    assert.deepEqual(await tenantCounts(ctx.s.db, ctx.tenant), before)
   })
 
   it('lets two types share a schema $id', async () => {
     const schema = { $id: 'https://example.com/schemas/asset', type: 'object', properties: { a: { type: 'string' } } }
-    assert.equal((await owner.post('/v1/object-types', { key: key(), name: 'A', attributeSchema: schema })).status, 201)
-    assert.equal((await owner.post('/v1/object-types', { key: key(), name: 'B', attributeSchema: schema })).status, 201)
-    assert.equal((await s.as(newTenant(), ['admin']).post('/v1/object-types', { key: key(), name: 'C', attributeSchema: schema })).status, 201)
+    assert.equal((await ctx.owner.post('/v1/object-types', { key: key(), name: 'A', attributeSchema: schema })).status, 201)
+    assert.equal((await ctx.owner.post('/v1/object-types', { key: key(), name: 'B', attributeSchema: schema })).status, 201)
+    assert.equal((await ctx.s.as(newTenant(), ['admin']).post('/v1/object-types', { key: key(), name: 'C', attributeSchema: schema })).status, 201)
   })
 
   it('refuses a validation rule with an unknown JsonLogic operator, naming the path', async () => {
@@ -132,84 +124,72 @@ describe('POST /v1/object-types', () => {
     await refused({ status: 'published' }, 'status')
     await refused({ name: 'nul\u0000name' }, 'name')
     await refused({ attributeSchema: { type: 'object', properties: { 'a\u0000': { type: 'string' } } } }, 'attributeSchema.properties')
-    const res = await owner.post('/v1/object-types', { name: 'no key' })
+    const res = await ctx.owner.post('/v1/object-types', { name: 'no key' })
     assert.equal(errorOf(res).details.field, 'key')
   })
 })
 
 describe('GET /v1/object-types', () => {
-  let s: TestServer
-  let owner: Client
+  const ctx = useOwnerSession()
   let draft: string
   let sandbox: string
   let published: string
   const keys: string[] = []
   before(async () => {
-    s = await startServer()
-    owner = s.as(newTenant(), ['owner'])
     for (let i = 0; i < 3; i++) keys.push(key(`list${i}`))
-    draft = (await owner.post('/v1/object-types', { key: keys[0], name: 'Draft' })).body.id
-    sandbox = (await owner.post('/v1/object-types', { key: keys[1], name: 'Sandbox' })).body.id
-    await owner.post(`/v1/object-types/${sandbox}/publish`, { to: 'sandbox' })
-    published = await publishedType(owner, { key: keys[2] })
+    draft = (await ctx.owner.post('/v1/object-types', { key: keys[0], name: 'Draft' })).body.id
+    sandbox = (await ctx.owner.post('/v1/object-types', { key: keys[1], name: 'Sandbox' })).body.id
+    await ctx.owner.post(`/v1/object-types/${sandbox}/publish`, { to: 'sandbox' })
+    published = await publishedType(ctx.owner, { key: keys[2] })
   })
-  after(() => s.close())
 
   it('lists the tenant\'s types in the envelope, oldest first', async () => {
-    const res = await owner.get('/v1/object-types')
+    const res = await ctx.owner.get('/v1/object-types')
     assert.equal(res.status, 200)
     assert.deepEqual(res.body.pagination, { limit: 100, offset: 0, total: 3, hasMore: false })
     assert.deepEqual(res.body.items.map((t: { id: string }) => t.id), [draft, sandbox, published])
-    const page = await owner.get('/v1/object-types?limit=2&offset=1')
+    const page = await ctx.owner.get('/v1/object-types?limit=2&offset=1')
     assert.deepEqual(page.body.pagination, { limit: 2, offset: 1, total: 3, hasMore: false })
     assert.deepEqual(page.body.items.map((t: { id: string }) => t.id), [sandbox, published])
   })
 
   it('filters by the status of the latest version and by key', async () => {
     for (const [status, id] of [['draft', draft], ['sandbox', sandbox], ['published', published]]) {
-      const res = await owner.get(`/v1/object-types?status=${status}`)
+      const res = await ctx.owner.get(`/v1/object-types?status=${status}`)
       assert.deepEqual(res.body.items.map((t: { id: string }) => t.id), [id], status)
       assert.equal(res.body.pagination.total, 1)
     }
-    const byKey = await owner.get(`/v1/object-types?key=${keys[1]}`)
+    const byKey = await ctx.owner.get(`/v1/object-types?key=${keys[1]}`)
     assert.deepEqual(byKey.body.items.map((t: { id: string }) => t.id), [sandbox])
-    assert.equal((await owner.get('/v1/object-types?key=nothing_here')).body.pagination.total, 0)
+    assert.equal((await ctx.owner.get('/v1/object-types?key=nothing_here')).body.pagination.total, 0)
   })
 
   it('answers 400 to a bad status, limit or unknown parameter', async () => {
     for (const q of ['status=live', 'limit=0', 'limit=1001', 'offset=-1', 'sortBy=key']) {
-      assert.equal((await owner.get(`/v1/object-types?${q}`)).status, 400, q)
+      assert.equal((await ctx.owner.get(`/v1/object-types?${q}`)).status, 400, q)
     }
   })
 
   it('answers 404 for unknown, non-UUID and foreign types', async () => {
-    assert.equal((await owner.get(`/v1/object-types/${randomUUID()}`)).status, 404)
-    assert.equal((await owner.get('/v1/object-types/pipe')).status, 404)
-    const other = s.as(newTenant(), ['owner'])
+    assert.equal((await ctx.owner.get(`/v1/object-types/${randomUUID()}`)).status, 404)
+    assert.equal((await ctx.owner.get('/v1/object-types/pipe')).status, 404)
+    const other = ctx.s.as(newTenant(), ['owner'])
     assert.equal((await other.get(`/v1/object-types/${published}`)).status, 404)
     assert.equal((await other.get('/v1/object-types')).body.pagination.total, 0)
   })
 })
 
 describe('object type permissions and tenancy', () => {
-  let s: TestServer
-  let tenant: string
-  let owner: Client
-  let typeId: string
+  const ctx = useOwnerSession({ type: true })
   let draftId: string
   before(async () => {
-    s = await startServer()
-    tenant = newTenant()
-    owner = s.as(tenant, ['owner'])
-    typeId = await publishedType(owner)
-    draftId = (await owner.post('/v1/object-types', { key: key(), name: 'D' })).body.id
+    draftId = (await ctx.owner.post('/v1/object-types', { key: key(), name: 'D' })).body.id
   })
-  after(() => s.close())
 
   for (const role of ['viewer', 'operator']) {
     it(`answers 403 FORBIDDEN to a ${role} on every write`, async () => {
-      const c = s.as(tenant, [role])
-      const before = await tenantCounts(s.db, tenant)
+      const c = ctx.s.as(ctx.tenant, [role])
+      const before = await tenantCounts(ctx.s.db, ctx.tenant)
       const writes = [
         await c.post('/v1/object-types', { key: key(), name: 'X' }),
         await c.patch(`/v1/object-types/${draftId}`, { name: 'Y' }),
@@ -220,39 +200,39 @@ describe('object type permissions and tenancy', () => {
         assert.equal(res.status, 403, res.text)
         assert.equal(errorOf(res).code, 'FORBIDDEN')
       }
-      const after = await tenantCounts(s.db, tenant)
+      const after = await tenantCounts(ctx.s.db, ctx.tenant)
       assert.deepEqual({ ...after, audit: 0 }, { ...before, audit: 0 }, 'only permission.denied audit events were written')
-      assert.equal((await owner.get(`/v1/object-types/${draftId}`)).body.status, 'draft')
+      assert.equal((await ctx.owner.get(`/v1/object-types/${draftId}`)).body.status, 'draft')
     })
   }
 
   it('lets a viewer read, list, dry-run validate and read the schema registry', async () => {
-    const v = s.as(tenant, ['viewer'])
-    assert.equal((await v.get(`/v1/object-types/${typeId}`)).status, 200)
+    const v = ctx.s.as(ctx.tenant, ['viewer'])
+    assert.equal((await v.get(`/v1/object-types/${ctx.typeId}`)).status, 200)
     assert.equal((await v.get('/v1/object-types')).body.pagination.total, 2)
-    assert.equal((await v.post(`/v1/object-types/${typeId}/validate`, { attributes: {} })).status, 200)
-    assert.equal((await v.get(`/v1/schema-registry/object-types/${typeId}`)).status, 200)
+    assert.equal((await v.post(`/v1/object-types/${ctx.typeId}/validate`, { attributes: {} })).status, 200)
+    assert.equal((await v.get(`/v1/schema-registry/object-types/${ctx.typeId}`)).status, 200)
   })
 
   it('lets an admin write', async () => {
-    const admin = s.as(tenant, ['admin'])
+    const admin = ctx.s.as(ctx.tenant, ['admin'])
     const res = await admin.post('/v1/object-types', { key: key(), name: 'By admin' })
     assert.equal(res.status, 201)
     assert.equal((await admin.post(`/v1/object-types/${res.body.id}/publish`, {})).status, 200)
   })
 
   it("gives another tenant 404 on every operation on this tenant's type", async () => {
-    const other = s.as(newTenant(), ['owner'])
+    const other = ctx.s.as(newTenant(), ['owner'])
     const calls = [
-      await other.get(`/v1/object-types/${typeId}`),
-      await other.patch(`/v1/object-types/${typeId}`, { name: 'stolen' }),
-      await other.post(`/v1/object-types/${typeId}/publish`, {}),
-      await other.post(`/v1/object-types/${typeId}/validate`, {}),
-      await other.get(`/v1/schema-registry/object-types/${typeId}`),
-      await other.delete(`/v1/object-types/${typeId}`)
+      await other.get(`/v1/object-types/${ctx.typeId}`),
+      await other.patch(`/v1/object-types/${ctx.typeId}`, { name: 'stolen' }),
+      await other.post(`/v1/object-types/${ctx.typeId}/publish`, {}),
+      await other.post(`/v1/object-types/${ctx.typeId}/validate`, {}),
+      await other.get(`/v1/schema-registry/object-types/${ctx.typeId}`),
+      await other.delete(`/v1/object-types/${ctx.typeId}`)
     ]
     for (const res of calls) assert.equal(res.status, 404, res.text)
-    const mine = await owner.get(`/v1/object-types/${typeId}`)
+    const mine = await ctx.owner.get(`/v1/object-types/${ctx.typeId}`)
     assert.equal(mine.body.name, 'Test type')
     assert.equal(mine.body.version, 1)
   })

@@ -1,7 +1,7 @@
-import { describe, it, before, after } from 'node:test'
+import { describe, it, before } from 'node:test'
 import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
-import { startServer, newTenant, publishedType, type TestServer, type Client } from '../support/harness.js'
+import { publishedType, useOwnerSession } from '../support/harness.js'
 import { clockPast, createObject, errorOf } from '../fixtures/objects.js'
 
 type Item = Record<string, any>
@@ -20,47 +20,43 @@ function expectedOrder (items: Item[], key: (o: Item) => unknown, dir: 'asc' | '
 }
 
 describe('GET /v1/objects', () => {
-  let s: TestServer
-  let owner: Client
+  const ctx = useOwnerSession()
   let typeA: string
   let typeB: string
   let all: Item[]
   const names = ['delta', 'alpha', 'echo', 'charlie', 'bravo']
 
   before(async () => {
-    s = await startServer()
-    owner = s.as(newTenant(), ['owner'])
-    typeA = await publishedType(owner, {
+    typeA = await publishedType(ctx.owner, {
       publicIdTemplate: '{{attributes.name}}',
       attributeSchema: { type: 'object', properties: { name: { type: 'string' }, height: { type: 'number' }, spec: { type: 'object' } } }
     })
-    typeB = await publishedType(owner)
+    typeB = await publishedType(ctx.owner)
     // Sequential creates; two share a height (tie broken by id); one has no height (sorts last).
     const heights = [5, 1, 5, undefined, 12]
     for (const [i, name] of names.entries()) {
       const attributes: Item = { name, spec: { rank: 10 - i } }
       if (heights[i] !== undefined) attributes.height = heights[i]
-      await createObject(owner, { typeId: typeA, attributes })
+      await createObject(ctx.owner, { typeId: typeA, attributes })
     }
-    await createObject(owner, { typeId: typeB, attributes: { height: 3 } })
-    const last = await createObject(owner, { typeId: typeB, attributes: { height: 7 } })
+    await createObject(ctx.owner, { typeId: typeB, attributes: { height: 3 } })
+    const last = await createObject(ctx.owner, { typeId: typeB, attributes: { height: 7 } })
     // Touch two objects in a known order so updatedAt differs from createdAt order.
-    const listed = await owner.get('/v1/objects?limit=1000')
-    await clockPast(s.db, last.body.createdAt)
+    const listed = await ctx.owner.get('/v1/objects?limit=1000')
+    await clockPast(ctx.s.db, last.body.createdAt)
     for (const o of [listed.body.items[3], listed.body.items[0]]) {
-      const p = await owner.patch(`/v1/objects/${o.id}`, { attributes: { touched: true } }, { 'If-Match': String(o.version) })
+      const p = await ctx.owner.patch(`/v1/objects/${o.id}`, { attributes: { touched: true } }, { 'If-Match': String(o.version) })
       assert.equal(p.status, 200, p.text)
-      await clockPast(s.db, p.body.updatedAt)
+      await clockPast(ctx.s.db, p.body.updatedAt)
     }
     // A deleted object is never listed.
-    const gone = await createObject(owner, { typeId: typeB })
-    assert.equal((await owner.delete(`/v1/objects/${gone.body.id}`)).status, 204)
-    all = (await owner.get('/v1/objects?limit=1000')).body.items
+    const gone = await createObject(ctx.owner, { typeId: typeB })
+    assert.equal((await ctx.owner.delete(`/v1/objects/${gone.body.id}`)).status, 204)
+    all = (await ctx.owner.get('/v1/objects?limit=1000')).body.items
   })
-  after(() => s.close())
 
   it('answers the pagination envelope, items carrying objectId === id and version', async () => {
-    const res = await owner.get('/v1/objects')
+    const res = await ctx.owner.get('/v1/objects')
     assert.equal(res.status, 200)
     assert.deepEqual(res.body.pagination, { limit: 100, offset: 0, total: 7, hasMore: false })
     assert.equal(res.body.items.length, 7)
@@ -78,9 +74,9 @@ describe('GET /v1/objects', () => {
   })
 
   it('pages with limit and offset and reports hasMore', async () => {
-    const p1 = await owner.get('/v1/objects?limit=3')
-    const p3 = await owner.get('/v1/objects?limit=3&offset=6')
-    const beyond = await owner.get('/v1/objects?limit=3&offset=50')
+    const p1 = await ctx.owner.get('/v1/objects?limit=3')
+    const p3 = await ctx.owner.get('/v1/objects?limit=3&offset=6')
+    const beyond = await ctx.owner.get('/v1/objects?limit=3&offset=50')
     assert.deepEqual(p1.body.pagination, { limit: 3, offset: 0, total: 7, hasMore: true })
     assert.deepEqual(p1.body.items.map((o: Item) => o.id), all.slice(0, 3).map(o => o.id))
     assert.deepEqual(p3.body.pagination, { limit: 3, offset: 6, total: 7, hasMore: false })
@@ -89,12 +85,12 @@ describe('GET /v1/objects', () => {
   })
 
   it('filters by typeId', async () => {
-    const a = await owner.get(`/v1/objects?typeId=${typeA}`)
+    const a = await ctx.owner.get(`/v1/objects?typeId=${typeA}`)
     assert.equal(a.body.pagination.total, 5)
     assert.ok(a.body.items.every((o: Item) => o.typeId === typeA))
-    assert.equal((await owner.get(`/v1/objects?typeId=${typeB}`)).body.pagination.total, 2)
-    assert.equal((await owner.get(`/v1/objects?typeId=${randomUUID()}`)).body.pagination.total, 0)
-    assert.equal((await owner.get('/v1/objects?typeId=pipes')).status, 400)
+    assert.equal((await ctx.owner.get(`/v1/objects?typeId=${typeB}`)).body.pagination.total, 2)
+    assert.equal((await ctx.owner.get(`/v1/objects?typeId=${randomUUID()}`)).body.pagination.total, 0)
+    assert.equal((await ctx.owner.get('/v1/objects?typeId=pipes')).status, 400)
   })
 
   const sorts: Array<[string, (o: Item) => unknown]> = [
@@ -109,7 +105,7 @@ describe('GET /v1/objects', () => {
   for (const [field, key] of sorts) {
     for (const dir of ['asc', 'desc'] as const) {
       it(`sorts by ${field} ${dir}`, async () => {
-        const res = await owner.get(`/v1/objects?sortBy=${field}&sortOrder=${dir}`)
+        const res = await ctx.owner.get(`/v1/objects?sortBy=${field}&sortOrder=${dir}`)
         assert.equal(res.status, 200, res.text)
         assert.deepEqual(res.body.items.map((o: Item) => o.id), expectedOrder(all, key, dir))
       })
@@ -117,16 +113,16 @@ describe('GET /v1/objects', () => {
   }
 
   it('sorts numbers in attributes numerically, missing values last in both directions', async () => {
-    const asc = (await owner.get(`/v1/objects?typeId=${typeA}&sortBy=attributes.height`)).body.items.map((o: Item) => o.attributes.height ?? null)
-    const desc = (await owner.get(`/v1/objects?typeId=${typeA}&sortBy=attributes.height&sortOrder=desc`)).body.items.map((o: Item) => o.attributes.height ?? null)
+    const asc = (await ctx.owner.get(`/v1/objects?typeId=${typeA}&sortBy=attributes.height`)).body.items.map((o: Item) => o.attributes.height ?? null)
+    const desc = (await ctx.owner.get(`/v1/objects?typeId=${typeA}&sortBy=attributes.height&sortOrder=desc`)).body.items.map((o: Item) => o.attributes.height ?? null)
     assert.deepEqual(asc, [1, 5, 5, 12, null])
     assert.deepEqual(desc, [12, 5, 5, 1, null])
   })
 
   for (const dir of ['asc', 'desc'] as const) {
     it(`sorts by publicId and attributes.name ${dir}`, async () => {
-      const byPublicId = await owner.get(`/v1/objects?typeId=${typeA}&sortBy=publicId&sortOrder=${dir}`)
-      const byName = await owner.get(`/v1/objects?typeId=${typeA}&sortBy=attributes.name&sortOrder=${dir}`)
+      const byPublicId = await ctx.owner.get(`/v1/objects?typeId=${typeA}&sortBy=publicId&sortOrder=${dir}`)
+      const byName = await ctx.owner.get(`/v1/objects?typeId=${typeA}&sortBy=attributes.name&sortOrder=${dir}`)
       const sorted = [...names].sort()
       if (dir === 'desc') sorted.reverse()
       assert.deepEqual(byPublicId.body.items.map((o: Item) => o.publicId), sorted)
@@ -136,7 +132,7 @@ describe('GET /v1/objects', () => {
 
   it('answers 400 to an unknown sortBy or sortOrder', async () => {
     for (const q of ['sortBy=name', 'sortBy=attributes.', 'sortBy=attributes.a;drop', 'sortBy=geometry', 'sortBy=createdAt&sortOrder=up']) {
-      const res = await owner.get(`/v1/objects?${q}`)
+      const res = await ctx.owner.get(`/v1/objects?${q}`)
       assert.equal(res.status, 400, q)
       assert.equal(errorOf(res).code, 'VALIDATION_ERROR')
     }
@@ -144,15 +140,15 @@ describe('GET /v1/objects', () => {
 
   it('answers 400 to limit 0, limit 1001, offset -1 and non-numbers', async () => {
     for (const q of ['limit=0', 'limit=1001', 'offset=-1', 'limit=ten', 'limit=1.5', 'offset=99999999999999999999']) {
-      const res = await owner.get(`/v1/objects?${q}`)
+      const res = await ctx.owner.get(`/v1/objects?${q}`)
       assert.equal(res.status, 400, q)
       assert.match(errorOf(res).details.field, /^(limit|offset)$/)
     }
-    assert.equal((await owner.get('/v1/objects?limit=1000')).status, 200)
-    assert.equal((await owner.get('/v1/objects?limit=1')).body.pagination.hasMore, true)
+    assert.equal((await ctx.owner.get('/v1/objects?limit=1000')).status, 200)
+    assert.equal((await ctx.owner.get('/v1/objects?limit=1')).body.pagination.hasMore, true)
   })
 
   it('answers 400 to unknown query parameters', async () => {
-    assert.equal((await owner.get('/v1/objects?colour=red')).status, 400)
+    assert.equal((await ctx.owner.get('/v1/objects?colour=red')).status, 400)
   })
 })

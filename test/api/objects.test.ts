@@ -1,23 +1,16 @@
-import { describe, it, before, after } from 'node:test'
+import { describe, it, before } from 'node:test'
 import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
-import { startServer, newTenant, publishedType, type TestServer, type Client } from '../support/harness.js'
+import { newTenant, publishedType, useOwnerSession } from '../support/harness.js'
 import { createObject, errorOf, point, square, tenantCounts } from '../fixtures/objects.js'
 
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
 
 describe('POST /v1/objects', () => {
-  let s: TestServer
-  let owner: Client
-  let tenant: string
-  let typeId: string
+  const ctx = useOwnerSession({ type: { geometry: { required: false, types: ['Point', 'Polygon'] } } })
   let strictTypeId: string
   before(async () => {
-    s = await startServer()
-    tenant = newTenant()
-    owner = s.as(tenant, ['owner'])
-    typeId = await publishedType(owner, { geometry: { required: false, types: ['Point', 'Polygon'] } })
-    strictTypeId = await publishedType(owner, {
+    strictTypeId = await publishedType(ctx.owner, {
       attributeSchema: {
         type: 'object',
         additionalProperties: false,
@@ -31,29 +24,28 @@ describe('POST /v1/objects', () => {
       ]
     })
   })
-  after(() => s.close())
 
   async function rejected (body: unknown, field: string | RegExp, code = 'VALIDATION_ERROR') {
-    const before = await tenantCounts(s.db, tenant)
-    const res = await owner.post('/v1/objects', body)
+    const before = await tenantCounts(ctx.s.db, ctx.tenant)
+    const res = await ctx.owner.post('/v1/objects', body)
     assert.equal(res.status, 400, res.text)
     const e = errorOf(res)
     assert.equal(e.code, code)
     if (typeof field === 'string') assert.equal(e.details.field, field, res.text)
     else assert.match(e.details.field, field, res.text)
-    assert.deepEqual(await tenantCounts(s.db, tenant), before, 'a rejected create leaves nothing behind')
+    assert.deepEqual(await tenantCounts(ctx.s.db, ctx.tenant), before, 'a rejected create leaves nothing behind')
     return e
   }
 
   it('answers 201 with Location, ETag "1" and the object at version 1', async () => {
-    const res = await owner.post('/v1/objects', { typeId, attributes: { name: 'a', height: 3 }, geometry: point() })
+    const res = await ctx.owner.post('/v1/objects', { typeId: ctx.typeId, attributes: { name: 'a', height: 3 }, geometry: point() })
     assert.equal(res.status, 201, res.text)
     const o = res.body
     assert.equal(res.headers.get('etag'), '"1"')
     assert.equal(res.headers.get('location'), `/v1/objects/${o.id}`)
     assert.match(o.id, /^[0-9a-f-]{36}$/)
     assert.equal(o.version, 1)
-    assert.equal(o.typeId, typeId)
+    assert.equal(o.typeId, ctx.typeId)
     assert.equal(o.publicId, o.id, 'without a template publicId equals id')
     assert.deepEqual(o.attributes, { name: 'a', height: 3 })
     assert.deepEqual(o.geometry, point())
@@ -64,31 +56,31 @@ describe('POST /v1/objects', () => {
   })
 
   it('reads back what it created, with the ETag of the version', async () => {
-    const c = await createObject(owner, { typeId, attributes: { name: 'poly' }, geometry: square() })
-    const got = await owner.get(`/v1/objects/${c.body.id}`)
+    const c = await createObject(ctx.owner, { typeId: ctx.typeId, attributes: { name: 'poly' }, geometry: square() })
+    const got = await ctx.owner.get(`/v1/objects/${c.body.id}`)
     assert.equal(got.status, 200)
     assert.equal(got.headers.get('etag'), '"1"')
     assert.deepEqual(got.body, c.body)
   })
 
   it('accepts an object without attributes or geometry when the type allows it', async () => {
-    const res = await owner.post('/v1/objects', { typeId })
+    const res = await ctx.owner.post('/v1/objects', { typeId: ctx.typeId })
     assert.equal(res.status, 201, res.text)
     assert.deepEqual(res.body.attributes, {})
     assert.equal(res.body.geometry, null)
   })
 
   it('takes an explicit validFrom', async () => {
-    const res = await owner.post('/v1/objects', { typeId, validFrom: '2020-01-01T00:00:00.000Z' })
+    const res = await ctx.owner.post('/v1/objects', { typeId: ctx.typeId, validFrom: '2020-01-01T00:00:00.000Z' })
     assert.equal(res.status, 201, res.text)
     assert.equal(res.body.validFrom, '2020-01-01T00:00:00.000Z')
   })
 
   it('answers 400 on typeId when the type has no published version (draft or sandbox)', async () => {
-    const draft = await owner.post('/v1/object-types', { key: `draft_${randomUUID().slice(0, 8)}`, name: 'Draft' })
+    const draft = await ctx.owner.post('/v1/object-types', { key: `draft_${randomUUID().slice(0, 8)}`, name: 'Draft' })
     assert.equal(draft.status, 201)
     await rejected({ typeId: draft.body.id }, 'typeId')
-    assert.equal((await owner.post(`/v1/object-types/${draft.body.id}/publish`, { to: 'sandbox' })).status, 200)
+    assert.equal((await ctx.owner.post(`/v1/object-types/${draft.body.id}/publish`, { to: 'sandbox' })).status, 200)
     await rejected({ typeId: draft.body.id }, 'typeId')
   })
 
@@ -118,35 +110,35 @@ describe('POST /v1/objects', () => {
     assert.match(e.message, /height must be at most 100 m/)
     const g = await rejected({ typeId: strictTypeId, attributes: { name: 'xy', height: 5 }, geometry: point(13.4, 1) }, 'validationRules.notBerlinCentre')
     assert.equal(g.details.reason, 'rules see the geometry too')
-    const ok = await owner.post('/v1/objects', { typeId: strictTypeId, attributes: { name: 'xy', height: 100 }, geometry: point(1, 1) })
+    const ok = await ctx.owner.post('/v1/objects', { typeId: strictTypeId, attributes: { name: 'xy', height: 100 }, geometry: point(1, 1) })
     assert.equal(ok.status, 201, ok.text)
   })
 
   it('refuses invalid GeoJSON, naming the offending position', async () => {
-    await rejected({ typeId, geometry: { type: 'Polygon', coordinates: [[[0, 0], [1, 0], [1, 1], [0, 1]]] } }, 'geometry.coordinates[0]')
-    await rejected({ typeId, geometry: point(181, 0) }, 'geometry.coordinates[0]')
-    await rejected({ typeId, geometry: point(0, -91) }, 'geometry.coordinates[1]')
-    await rejected({ typeId, geometry: { type: 'Point', coordinates: ['13.4', '52.5'] } }, 'geometry.coordinates[0]')
-    await rejected({ typeId, geometry: { type: 'Polygon', coordinates: [[0, 0], [1, 0], [1, 1], [0, 0]] } }, 'geometry.coordinates[0][0]')
-    await rejected({ typeId, geometry: { type: 'Point', coordinates: [1, 2], crs: 'EPSG:4326' } }, 'geometry.crs')
-    await rejected({ typeId, geometry: { type: 'Feature', geometry: point() } }, 'geometry.type')
-    await rejected({ typeId, geometry: 'POINT(1 2)' }, 'geometry')
+    await rejected({ typeId: ctx.typeId, geometry: { type: 'Polygon', coordinates: [[[0, 0], [1, 0], [1, 1], [0, 1]]] } }, 'geometry.coordinates[0]')
+    await rejected({ typeId: ctx.typeId, geometry: point(181, 0) }, 'geometry.coordinates[0]')
+    await rejected({ typeId: ctx.typeId, geometry: point(0, -91) }, 'geometry.coordinates[1]')
+    await rejected({ typeId: ctx.typeId, geometry: { type: 'Point', coordinates: ['13.4', '52.5'] } }, 'geometry.coordinates[0]')
+    await rejected({ typeId: ctx.typeId, geometry: { type: 'Polygon', coordinates: [[0, 0], [1, 0], [1, 1], [0, 0]] } }, 'geometry.coordinates[0][0]')
+    await rejected({ typeId: ctx.typeId, geometry: { type: 'Point', coordinates: [1, 2], crs: 'EPSG:4326' } }, 'geometry.crs')
+    await rejected({ typeId: ctx.typeId, geometry: { type: 'Feature', geometry: point() } }, 'geometry.type')
+    await rejected({ typeId: ctx.typeId, geometry: 'POINT(1 2)' }, 'geometry')
   })
 
   it('refuses a non-finite coordinate sent as 1e400 (JSON cannot carry NaN)', async () => {
-    const before = await tenantCounts(s.db, tenant)
-    const res = await s.request('POST', '/v1/objects', { token: owner.token, raw: `{"typeId":"${typeId}","geometry":{"type":"Point","coordinates":[1e400,0]}}`, headers: { 'Content-Type': 'application/json' } })
+    const before = await tenantCounts(ctx.s.db, ctx.tenant)
+    const res = await ctx.s.request('POST', '/v1/objects', { token: ctx.owner.token, raw: `{"typeId":"${ctx.typeId}","geometry":{"type":"Point","coordinates":[1e400,0]}}`, headers: { 'Content-Type': 'application/json' } })
     assert.equal(res.status, 400, res.text)
     assert.equal(errorOf(res).details.field, 'geometry.coordinates[0]')
-    assert.deepEqual(await tenantCounts(s.db, tenant), before)
+    assert.deepEqual(await tenantCounts(ctx.s.db, ctx.tenant), before)
   })
 
   it('refuses an elevation with 400 instead of failing in the 2D geometry column', async () => {
-    await rejected({ typeId, geometry: { type: 'Point', coordinates: [1, 2, 30] } }, 'geometry.coordinates')
+    await rejected({ typeId: ctx.typeId, geometry: { type: 'Point', coordinates: [1, 2, 30] } }, 'geometry.coordinates')
   })
 
   it('refuses a geometry type the object type does not allow', async () => {
-    const e = await rejected({ typeId, geometry: { type: 'LineString', coordinates: [[0, 0], [1, 1]] } }, 'geometry.type')
+    const e = await rejected({ typeId: ctx.typeId, geometry: { type: 'LineString', coordinates: [[0, 0], [1, 1]] } }, 'geometry.type')
     assert.match(e.details.reason, /Point, Polygon/)
   })
 
@@ -156,106 +148,101 @@ describe('POST /v1/objects', () => {
   })
 
   it('refuses workflowState, unknown fields and ill-typed fields in the body', async () => {
-    await rejected({ typeId, workflowState: 'open' }, 'workflowState')
-    await rejected({ typeId, id: randomUUID() }, 'id')
-    await rejected({ typeId, publicId: 'mine' }, 'publicId')
-    await rejected({ typeId, attributes: [1, 2] }, 'attributes')
-    await rejected({ typeId, validFrom: 'yesterday' }, 'validFrom')
+    await rejected({ typeId: ctx.typeId, workflowState: 'open' }, 'workflowState')
+    await rejected({ typeId: ctx.typeId, id: randomUUID() }, 'id')
+    await rejected({ typeId: ctx.typeId, publicId: 'mine' }, 'publicId')
+    await rejected({ typeId: ctx.typeId, attributes: [1, 2] }, 'attributes')
+    await rejected({ typeId: ctx.typeId, validFrom: 'yesterday' }, 'validFrom')
   })
 
   it('answers 400 (never 500) to a validFrom the database cannot hold', async () => {
-    const before = await tenantCounts(s.db, tenant)
-    const res = await owner.post('/v1/objects', { typeId, validFrom: '0000-01-01T00:00:00Z' })
+    const before = await tenantCounts(ctx.s.db, ctx.tenant)
+    const res = await ctx.owner.post('/v1/objects', { typeId: ctx.typeId, validFrom: '0000-01-01T00:00:00Z' })
     assert.equal(res.status, 400, res.text)
     assert.equal(errorOf(res).code, 'VALIDATION_ERROR')
-    assert.deepEqual(await tenantCounts(s.db, tenant), before)
+    assert.deepEqual(await tenantCounts(ctx.s.db, ctx.tenant), before)
   })
 
   it('refuses attribute values the database cannot store exactly', async () => {
-    await rejected({ typeId, attributes: { name: 'a\u0000b' } }, 'attributes.name')
-    await rejected({ typeId, attributes: { name: 'lone \ud800 surrogate' } }, 'attributes.name')
-    const res = await s.request('POST', '/v1/objects', { token: owner.token, raw: `{"typeId":"${typeId}","attributes":{"height":1e400}}`, headers: { 'Content-Type': 'application/json' } })
+    await rejected({ typeId: ctx.typeId, attributes: { name: 'a\u0000b' } }, 'attributes.name')
+    await rejected({ typeId: ctx.typeId, attributes: { name: 'lone \ud800 surrogate' } }, 'attributes.name')
+    const res = await ctx.s.request('POST', '/v1/objects', { token: ctx.owner.token, raw: `{"typeId":"${ctx.typeId}","attributes":{"height":1e400}}`, headers: { 'Content-Type': 'application/json' } })
     assert.equal(res.status, 400, res.text)
     assert.equal(errorOf(res).details.field, 'attributes.height')
   })
 
   it('refuses attributes nested absurdly deep with 400 (never 500)', async () => {
-    const before = await tenantCounts(s.db, tenant)
+    const before = await tenantCounts(ctx.s.db, ctx.tenant)
     for (const depth of [65, 5000, 100_000]) {
-      const raw = `{"typeId":"${typeId}","attributes":{"a":${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}}}`
-      const res = await s.request('POST', '/v1/objects', { token: owner.token, raw, headers: { 'Content-Type': 'application/json' } })
+      const raw = `{"typeId":"${ctx.typeId}","attributes":{"a":${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}}}`
+      const res = await ctx.s.request('POST', '/v1/objects', { token: ctx.owner.token, raw, headers: { 'Content-Type': 'application/json' } })
       assert.equal(res.status, 400, `${depth}: ${res.text.slice(0, 200)}`)
       assert.match(errorOf(res).details.reason, /deeper than/)
     }
-    assert.deepEqual(await tenantCounts(s.db, tenant), before)
+    assert.deepEqual(await tenantCounts(ctx.s.db, ctx.tenant), before)
   })
 
   it('answers 400 BAD_REQUEST to a malformed JSON body', async () => {
-    const res = await s.request('POST', '/v1/objects', { token: owner.token, raw: '{"typeId": ', headers: { 'Content-Type': 'application/json' } })
+    const res = await ctx.s.request('POST', '/v1/objects', { token: ctx.owner.token, raw: '{"typeId": ', headers: { 'Content-Type': 'application/json' } })
     assert.equal(res.status, 400)
     assert.equal(errorOf(res).code, 'BAD_REQUEST')
   })
 
   it('answers 403 to a viewer and 201 to an operator', async () => {
-    const viewer = s.as(tenant, ['viewer'])
-    const before = await tenantCounts(s.db, tenant)
-    const res = await viewer.post('/v1/objects', { typeId })
+    const viewer = ctx.s.as(ctx.tenant, ['viewer'])
+    const before = await tenantCounts(ctx.s.db, ctx.tenant)
+    const res = await viewer.post('/v1/objects', { typeId: ctx.typeId })
     assert.equal(res.status, 403)
     assert.equal(errorOf(res).code, 'FORBIDDEN')
-    assert.equal((await tenantCounts(s.db, tenant)).objects, before.objects)
-    assert.equal((await s.as(tenant, ['operator']).post('/v1/objects', { typeId })).status, 201)
+    assert.equal((await tenantCounts(ctx.s.db, ctx.tenant)).objects, before.objects)
+    assert.equal((await ctx.s.as(ctx.tenant, ['operator']).post('/v1/objects', { typeId: ctx.typeId })).status, 201)
   })
 })
 
 describe('GET /v1/objects/:id', () => {
-  let s: TestServer
-  let owner: Client
+  const ctx = useOwnerSession({ type: true })
   let objectId: string
   before(async () => {
-    s = await startServer()
-    owner = s.as(newTenant(), ['owner'])
-    const typeId = await publishedType(owner)
-    objectId = (await createObject(owner, { typeId, attributes: { name: 'x' } })).body.id
+    objectId = (await createObject(ctx.owner, { typeId: ctx.typeId, attributes: { name: 'x' } })).body.id
   })
-  after(() => s.close())
 
   it('answers 404 NOT_FOUND for an unknown id', async () => {
-    const res = await owner.get(`/v1/objects/${randomUUID()}`)
+    const res = await ctx.owner.get(`/v1/objects/${randomUUID()}`)
     assert.equal(res.status, 404)
     assert.equal(errorOf(res).code, 'NOT_FOUND')
   })
 
   it('answers 404 (never 500) for ids that are not UUIDs', async () => {
     for (const id of ['not-a-uuid', '123', `${randomUUID()}x`, "'; drop table objects; --", '%00']) {
-      const res = await owner.get(`/v1/objects/${encodeURIComponent(id)}`)
+      const res = await ctx.owner.get(`/v1/objects/${encodeURIComponent(id)}`)
       assert.equal(res.status, 404, `${id}: ${res.text}`)
       assert.equal(errorOf(res).code, 'NOT_FOUND')
     }
   })
 
   it("answers 404 for another tenant's object", async () => {
-    const res = await s.as(newTenant(), ['owner']).get(`/v1/objects/${objectId}`)
+    const res = await ctx.s.as(newTenant(), ['owner']).get(`/v1/objects/${objectId}`)
     assert.equal(res.status, 404)
   })
 
   it('answers 400 to a malformed asOf or validAt, and to both at once', async () => {
-    assert.equal((await owner.get(`/v1/objects/${objectId}?asOf=yesterday`)).status, 400)
-    assert.equal((await owner.get(`/v1/objects/${objectId}?validAt=2020-13-01T00:00:00Z`)).status, 400)
-    const both = await owner.get(`/v1/objects/${objectId}?asOf=${new Date().toISOString()}&validAt=${new Date().toISOString()}`)
+    assert.equal((await ctx.owner.get(`/v1/objects/${objectId}?asOf=yesterday`)).status, 400)
+    assert.equal((await ctx.owner.get(`/v1/objects/${objectId}?validAt=2020-13-01T00:00:00Z`)).status, 400)
+    const both = await ctx.owner.get(`/v1/objects/${objectId}?asOf=${new Date().toISOString()}&validAt=${new Date().toISOString()}`)
     assert.equal(both.status, 400)
     assert.equal(errorOf(both).details.field, 'validAt')
-    assert.equal((await owner.get(`/v1/objects/${objectId}?color=red`)).status, 400)
+    assert.equal((await ctx.owner.get(`/v1/objects/${objectId}?color=red`)).status, 400)
   })
 
   it('answers 400 (never 500) to an asOf or validAt the database cannot hold', async () => {
     for (const q of ['asOf=0000-01-01T00:00:00Z', 'validAt=0000-01-01T00:00:00Z']) {
-      const one = await owner.get(`/v1/objects/${objectId}?${q}`)
+      const one = await ctx.owner.get(`/v1/objects/${objectId}?${q}`)
       assert.equal(one.status, 400, `${q}: ${one.text}`)
-      assert.equal((await owner.get(`/v1/objects?${q}`)).status, 400, q)
+      assert.equal((await ctx.owner.get(`/v1/objects?${q}`)).status, 400, q)
     }
   })
 
   it('answers 401 without a token', async () => {
-    assert.equal((await s.request('GET', `/v1/objects/${objectId}`)).status, 401)
+    assert.equal((await ctx.s.request('GET', `/v1/objects/${objectId}`)).status, 401)
   })
 })

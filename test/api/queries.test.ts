@@ -1,58 +1,52 @@
-import { describe, it, before, after } from 'node:test'
+import { describe, it, before } from 'node:test'
 import assert from 'node:assert/strict'
-import { startServer, newTenant, publishedType, token, type TestServer, type Client } from '../support/harness.js'
+import { newTenant, publishedType, token, useOwnerSession } from '../support/harness.js'
 
 describe('query service API', () => {
-  let s: TestServer
-  let owner: Client
-  let tenant: string
-  let typeId: string
+  const ctx = useOwnerSession({
+    tenantPrefix: 'qapi',
+    type: { attributeSchema: { type: 'object' }, geometry: { required: false, types: ['Point', 'Polygon', 'LineString'] } }
+  })
   let otherType: string
   const id: Record<string, string> = {}
 
   before(async () => {
-    s = await startServer()
-    tenant = newTenant('qapi')
-    owner = s.as(tenant, ['owner'])
-    const geometry = { required: false, types: ['Point', 'Polygon', 'LineString'] }
-    typeId = await publishedType(owner, { attributeSchema: { type: 'object' }, geometry })
-    otherType = await publishedType(owner, { attributeSchema: { type: 'object' } })
+    otherType = await publishedType(ctx.owner, { attributeSchema: { type: 'object' } })
     const make = async (key: string, t: string, attributes: Record<string, unknown>, geom?: unknown) => {
-      const r = await owner.post('/v1/objects', { typeId: t, attributes: { key, ...attributes }, ...(geom ? { geometry: geom } : {}) })
+      const r = await ctx.owner.post('/v1/objects', { typeId: t, attributes: { key, ...attributes }, ...(geom ? { geometry: geom } : {}) })
       assert.equal(r.status, 201, r.text)
       id[key] = r.body.id
     }
-    await make('a', typeId, { rank: 3, name: 'a,"b"{c}\\' }, { type: 'Point', coordinates: [13.4, 52.5] })
-    await make('b', typeId, { rank: 1, name: "x'); DROP TABLE objects; --" })
+    await make('a', ctx.typeId, { rank: 3, name: 'a,"b"{c}\\' }, { type: 'Point', coordinates: [13.4, 52.5] })
+    await make('b', ctx.typeId, { rank: 1, name: "x'); DROP TABLE objects; --" })
     await make('c', otherType, { rank: 2 })
-    await s.db('objects').whereIn('id', [id.a, id.c]).update({ workflow_state: 'approved' })
+    await ctx.s.db('objects').whereIn('id', [id.a, id.c]).update({ workflow_state: 'approved' })
   })
-  after(() => s.close())
 
   const keys = (items: Array<{ attributes: { key: string } }>) => items.map(o => o.attributes.key)
 
   describe('GET /v1/queries/objects', () => {
     it('filters typeId and status (workflowState), sorts and pages with the envelope', async () => {
-      const byType = await owner.get(`/v1/queries/objects?typeId=${typeId}`)
+      const byType = await ctx.owner.get(`/v1/queries/objects?typeId=${ctx.typeId}`)
       assert.equal(byType.status, 200, byType.text)
       assert.deepEqual(keys(byType.body.items), ['a', 'b'])
       assert.deepEqual(byType.body.pagination, { limit: 100, offset: 0, total: 2, hasMore: false })
       assert.equal(byType.body.items[0].objectId, id.a)
       assert.deepEqual(byType.body.items[0].geometry, { type: 'Point', coordinates: [13.4, 52.5] })
-      const same = await owner.get(`/v1/objects/${id.a}`)
+      const same = await ctx.owner.get(`/v1/objects/${id.a}`)
       assert.deepEqual(byType.body.items[0], { ...same.body, objectId: id.a }, 'an item is the object as GET /v1/objects/:id answers it')
-      assert.deepEqual(keys((await owner.get('/v1/queries/objects?status=approved')).body.items), ['a', 'c'])
-      assert.deepEqual(keys((await owner.get(`/v1/queries/objects?status=approved&typeId=${typeId}`)).body.items), ['a'])
-      const sorted = await owner.get('/v1/queries/objects?sortBy=attributes.rank&sortOrder=desc&limit=2&offset=1')
+      assert.deepEqual(keys((await ctx.owner.get('/v1/queries/objects?status=approved')).body.items), ['a', 'c'])
+      assert.deepEqual(keys((await ctx.owner.get(`/v1/queries/objects?status=approved&typeId=${ctx.typeId}`)).body.items), ['a'])
+      const sorted = await ctx.owner.get('/v1/queries/objects?sortBy=attributes.rank&sortOrder=desc&limit=2&offset=1')
       assert.deepEqual(keys(sorted.body.items), ['c', 'b'])
       assert.deepEqual(sorted.body.pagination, { limit: 2, offset: 1, total: 3, hasMore: false })
     })
 
     it('defaults limit to 100', async () => {
       const t = newTenant('qapi-many')
-      const c = s.as(t, ['viewer'])
-      const tt = await publishedType(s.as(t, ['owner']))
-      await s.db.raw(`INSERT INTO objects (id, tenant_id, type_id, type_version, public_id, attributes, version, valid_from, created_at, updated_at)
+      const c = ctx.s.as(t, ['viewer'])
+      const tt = await publishedType(ctx.s.as(t, ['owner']))
+      await ctx.s.db.raw(`INSERT INTO objects (id, tenant_id, type_id, type_version, public_id, attributes, version, valid_from, created_at, updated_at)
         SELECT gen_random_uuid(), ?, ?, 1, gen_random_uuid()::text, '{}', 1, now(), now(), now() FROM generate_series(1, 105)`, [t, tt])
       const r = await c.get('/v1/queries/objects')
       assert.equal(r.body.items.length, 100)
@@ -60,19 +54,19 @@ describe('query service API', () => {
     })
 
     it('answers 400 on an unknown sortBy, bad limits and unknown parameters', async () => {
-      const bad = await owner.get('/v1/queries/objects?sortBy=geometry')
+      const bad = await ctx.owner.get('/v1/queries/objects?sortBy=geometry')
       assert.equal(bad.status, 400)
       assert.equal(bad.body.error.details.field, 'sortBy')
-      assert.equal((await owner.get('/v1/queries/objects?sortBy=nope')).status, 400)
+      assert.equal((await ctx.owner.get('/v1/queries/objects?sortBy=nope')).status, 400)
       for (const q of ['limit=0', 'limit=1001', 'offset=-1', 'offset=1e12', 'typeId=x', 'sortOrder=up', 'color=red', 'status=a%00b']) {
-        assert.equal((await owner.get(`/v1/queries/objects?${q}`)).status, 400, q)
+        assert.equal((await ctx.owner.get(`/v1/queries/objects?${q}`)).status, 400, q)
       }
     })
   })
 
   describe('POST /v1/queries/objects/run', () => {
     it('runs filters, sorts and aggregations and answers {items, pagination, aggregations}', async () => {
-      const r = await owner.post('/v1/queries/objects/run', {
+      const r = await ctx.owner.post('/v1/queries/objects/run', {
         filters: [{ field: 'attributes.rank', operator: 'gte', value: 2 }],
         sorts: [{ field: 'attributes.rank', order: 'desc' }],
         aggregations: [{ field: '*', function: 'count' }, { field: 'attributes.rank', function: 'max' }]
@@ -80,14 +74,14 @@ describe('query service API', () => {
       assert.equal(r.status, 200, r.text)
       assert.deepEqual(keys(r.body.items), ['a', 'c'])
       assert.deepEqual(r.body.aggregations, [{ field: '*', function: 'count', value: 2 }, { field: 'attributes.rank', function: 'max', value: 3 }])
-      const all = await owner.post('/v1/queries/objects/run')
+      const all = await ctx.owner.post('/v1/queries/objects/run')
       assert.equal(all.status, 200, all.text)
       assert.equal(all.body.pagination.total, 3)
     })
 
     it('expands the graph and answers {objects, relations, truncated}', async () => {
-      const rel = await owner.post('/v1/relations', { fromObjectId: id.a, toObjectId: id.c, relationType: 'next' })
-      const r = await owner.post('/v1/queries/objects/run', { filters: [{ field: 'attributes.key', operator: 'eq', value: 'a' }], graph: { relationDirection: 'outgoing' } })
+      const rel = await ctx.owner.post('/v1/relations', { fromObjectId: id.a, toObjectId: id.c, relationType: 'next' })
+      const r = await ctx.owner.post('/v1/queries/objects/run', { filters: [{ field: 'attributes.key', operator: 'eq', value: 'a' }], graph: { relationDirection: 'outgoing' } })
       assert.equal(r.status, 200, r.text)
       assert.deepEqual(r.body.objects.map((o: { id: string }) => o.id).sort(), [id.a, id.c].sort())
       assert.deepEqual(r.body.relations, [{ id: rel.body.id, fromObjectId: id.a, toObjectId: id.c, relationType: 'next', metadata: {} }])
@@ -95,11 +89,11 @@ describe('query service API', () => {
     })
 
     it('needs objects:read: a viewer may run, a token without roles or narrowed to relations may not', async () => {
-      assert.equal((await s.as(tenant, ['viewer']).post('/v1/queries/objects/run', {})).status, 200)
-      assert.equal((await s.as(tenant, []).post('/v1/queries/objects/run', {})).status, 403)
-      const narrowed = token({ tenant, roles: ['owner'], scope: 'relations:read' })
-      assert.equal((await s.request('POST', '/v1/queries/objects/run', { token: narrowed, body: {} })).status, 403)
-      assert.equal((await s.request('POST', '/v1/queries/objects/run', { body: {} })).status, 401)
+      assert.equal((await ctx.s.as(ctx.tenant, ['viewer']).post('/v1/queries/objects/run', {})).status, 200)
+      assert.equal((await ctx.s.as(ctx.tenant, []).post('/v1/queries/objects/run', {})).status, 403)
+      const narrowed = token({ tenant: ctx.tenant, roles: ['owner'], scope: 'relations:read' })
+      assert.equal((await ctx.s.request('POST', '/v1/queries/objects/run', { token: narrowed, body: {} })).status, 403)
+      assert.equal((await ctx.s.request('POST', '/v1/queries/objects/run', { body: {} })).status, 401)
     })
 
     const cases: Array<[string, unknown, string]> = [
@@ -141,7 +135,7 @@ describe('query service API', () => {
     ]
     for (const [what, body, field] of cases) {
       it(`answers 400 VALIDATION_ERROR naming ${field} for ${what}`, async () => {
-        const r = await owner.post('/v1/queries/objects/run', body)
+        const r = await ctx.owner.post('/v1/queries/objects/run', body)
         assert.equal(r.status, 400, r.text)
         assert.equal(r.body.error.code, 'VALIDATION_ERROR')
         assert.equal(r.body.error.details.field, field, r.text)
@@ -150,7 +144,7 @@ describe('query service API', () => {
   })
 
   describe('hostile input', () => {
-    const run = (body: unknown) => owner.post('/v1/queries/objects/run', body)
+    const run = (body: unknown) => ctx.owner.post('/v1/queries/objects/run', body)
 
     it('treats SQL metacharacters in fields and values as data', async () => {
       const field = "attributes.x'); DROP TABLE objects; --"
@@ -165,7 +159,7 @@ describe('query service API', () => {
       assert.deepEqual(keys(r4.body.items), ['a', 'c'])
       const r5 = await run({ sorts: [{ field: 'attributes.rank; DROP TABLE objects' }], aggregations: [{ field: 'attributes.$$ OR 1=1 $$', function: 'sum' }] })
       assert.equal(r5.status, 200, r5.text)
-      assert.equal((await owner.get(`/v1/objects/${id.a}`)).status, 200)
+      assert.equal((await ctx.owner.get(`/v1/objects/${id.a}`)).status, 200)
     })
 
     it('refuses NUL characters, unpaired surrogates, non-finite numbers and over-long strings with 400', async () => {
@@ -179,7 +173,7 @@ describe('query service API', () => {
         const r = await run(body)
         assert.equal(r.status, 400, `${JSON.stringify(body).slice(0, 80)}: ${r.text}`)
       }
-      const inf = await s.request('POST', '/v1/queries/objects/run', { token: owner.token, raw: '{"filters":[{"field":"attributes.rank","operator":"gt","value":1e400}]}', headers: { 'Content-Type': 'application/json' } })
+      const inf = await ctx.s.request('POST', '/v1/queries/objects/run', { token: ctx.owner.token, raw: '{"filters":[{"field":"attributes.rank","operator":"gt","value":1e400}]}', headers: { 'Content-Type': 'application/json' } })
       assert.equal(inf.status, 400, inf.text)
       assert.equal(inf.body.error.details.field, 'filters[0].value')
     })
@@ -193,8 +187,8 @@ describe('query service API', () => {
       const nine = await run({ filters: [nest(9)] })
       assert.equal(nine.status, 400)
       assert.equal(nine.body.error.details.field, 'filters[0]' + '.filters[0]'.repeat(8))
-      const deep = await s.request('POST', '/v1/queries/objects/run', {
-        token: owner.token,
+      const deep = await ctx.s.request('POST', '/v1/queries/objects/run', {
+        token: ctx.owner.token,
         raw: '{"filters":[' + '{"operator":"or","filters":['.repeat(20000) + '{"field":"id","operator":"exists"}' + ']}'.repeat(20000) + ']}',
         headers: { 'Content-Type': 'application/json' }
       })
@@ -222,7 +216,7 @@ describe('query service API', () => {
   })
 
   it('lists the query paths in /openapi/v1.json', async () => {
-    const doc = (await s.request('GET', '/openapi/v1.json')).body
+    const doc = (await ctx.s.request('GET', '/openapi/v1.json')).body
     assert.ok(doc.paths['/v1/queries/objects'].get)
     assert.ok(doc.paths['/v1/queries/objects/run'].post.requestBody)
     assert.ok(doc.paths['/v1/queries/objects'].get.parameters.some((p: { name: string }) => p.name === 'status'))

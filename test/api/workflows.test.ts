@@ -1,6 +1,6 @@
-import { describe, it, before, after } from 'node:test'
+import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { startServer, newTenant, publishedType, type TestServer, type Client } from '../support/harness.js'
+import { newTenant, publishedType, useOwnerSession } from '../support/harness.js'
 
 const review = {
   name: 'Review',
@@ -18,17 +18,11 @@ function keyed (body: Record<string, unknown> = {}) {
 }
 
 describe('workflows API', () => {
-  let s: TestServer
-  let owner: Client
-  before(async () => {
-    s = await startServer()
-    owner = s.as(newTenant(), ['owner'])
-  })
-  after(() => s.close())
+  const ctx = useOwnerSession()
 
   describe('POST /v1/workflows', () => {
     it('creates version 1 and normalises the definition', async () => {
-      const res = await owner.post('/v1/workflows', keyed())
+      const res = await ctx.owner.post('/v1/workflows', keyed())
       assert.equal(res.status, 201, res.text)
       assert.equal(res.headers.get('location'), `/v1/workflows/${res.body.id}`)
       assert.equal(res.body.version, 1)
@@ -40,8 +34,8 @@ describe('workflows API', () => {
 
     it('answers 409 CONFLICT for a key already used in the tenant', async () => {
       const body = keyed()
-      assert.equal((await owner.post('/v1/workflows', body)).status, 201)
-      const again = await owner.post('/v1/workflows', body)
+      assert.equal((await ctx.owner.post('/v1/workflows', body)).status, 201)
+      const again = await ctx.owner.post('/v1/workflows', body)
       assert.equal(again.status, 409)
       assert.equal(again.body.error.code, 'CONFLICT')
     })
@@ -64,7 +58,7 @@ describe('workflows API', () => {
     ]
     for (const [what, change, field] of invalid) {
       it(`answers 400 naming ${field} for ${what}`, async () => {
-        const res = await owner.post('/v1/workflows', keyed(change))
+        const res = await ctx.owner.post('/v1/workflows', keyed(change))
         assert.equal(res.status, 400, res.text)
         assert.equal(res.body.error.code, 'VALIDATION_ERROR')
         assert.equal(res.body.error.details.field, field)
@@ -72,7 +66,7 @@ describe('workflows API', () => {
     }
 
     it('answers 403 FORBIDDEN to an operator (workflows:write is for admins)', async () => {
-      const res = await s.as(newTenant(), ['operator']).post('/v1/workflows', keyed())
+      const res = await ctx.s.as(newTenant(), ['operator']).post('/v1/workflows', keyed())
       assert.equal(res.status, 403)
       assert.equal(res.body.error.code, 'FORBIDDEN')
     })
@@ -80,7 +74,7 @@ describe('workflows API', () => {
 
   describe('GET /v1/workflows', () => {
     it('lists the tenant\'s workflows in the envelope and reads one', async () => {
-      const c = s.as(newTenant(), ['admin'])
+      const c = ctx.s.as(newTenant(), ['admin'])
       const a = await c.post('/v1/workflows', keyed())
       await c.post('/v1/workflows', keyed())
       const list = await c.get('/v1/workflows?limit=1')
@@ -88,7 +82,7 @@ describe('workflows API', () => {
       assert.equal(list.body.items.length, 1)
       assert.deepEqual(list.body.pagination, { limit: 1, offset: 0, total: 2, hasMore: true })
       assert.equal(list.body.items[0].id, a.body.id)
-      const stranger = s.as(newTenant(), ['viewer'])
+      const stranger = ctx.s.as(newTenant(), ['viewer'])
       assert.equal((await stranger.get(`/v1/workflows/${a.body.id}`)).status, 404, 'another tenant cannot see it')
       const got = await c.get(`/v1/workflows/${a.body.id}`)
       assert.equal(got.status, 200)
@@ -98,14 +92,14 @@ describe('workflows API', () => {
 
   describe('PATCH /v1/workflows/:id', () => {
     it('makes a new version, effective at once, and keeps every version in the schema registry', async () => {
-      const created = await owner.post('/v1/workflows', keyed())
+      const created = await ctx.owner.post('/v1/workflows', keyed())
       const id = created.body.id
-      const patched = await owner.patch(`/v1/workflows/${id}`, { name: 'Review v2', initialState: 'review' })
+      const patched = await ctx.owner.patch(`/v1/workflows/${id}`, { name: 'Review v2', initialState: 'review' })
       assert.equal(patched.status, 200, patched.text)
       assert.equal(patched.body.version, 2)
       assert.equal(patched.body.initialState, 'review')
       assert.deepEqual(patched.body.states, created.body.states)
-      const reg = await owner.get(`/v1/schema-registry/workflows/${id}`)
+      const reg = await ctx.owner.get(`/v1/schema-registry/workflows/${id}`)
       assert.equal(reg.status, 200)
       assert.equal(reg.body.entityType, 'workflows')
       assert.equal(reg.body.entityId, id)
@@ -115,51 +109,51 @@ describe('workflows API', () => {
     })
 
     it('answers 409 VERSION_CONFLICT when If-Match is stale', async () => {
-      const { body } = await owner.post('/v1/workflows', keyed())
-      assert.equal((await owner.patch(`/v1/workflows/${body.id}`, { name: 'x' }, { 'If-Match': '"1"' })).status, 200)
-      const stale = await owner.patch(`/v1/workflows/${body.id}`, { name: 'y' }, { 'If-Match': '"1"' })
+      const { body } = await ctx.owner.post('/v1/workflows', keyed())
+      assert.equal((await ctx.owner.patch(`/v1/workflows/${body.id}`, { name: 'x' }, { 'If-Match': '"1"' })).status, 200)
+      const stale = await ctx.owner.patch(`/v1/workflows/${body.id}`, { name: 'y' }, { 'If-Match': '"1"' })
       assert.equal(stale.status, 409)
       assert.equal(stale.body.error.code, 'VERSION_CONFLICT')
       assert.equal(stale.body.error.details.currentVersion, 2)
     })
 
     it('validates the merged definition and leaves the workflow unchanged on 400', async () => {
-      const { body } = await owner.post('/v1/workflows', keyed())
-      const res = await owner.patch(`/v1/workflows/${body.id}`, { states: [{ name: 'review' }, { name: 'approved' }] })
+      const { body } = await ctx.owner.post('/v1/workflows', keyed())
+      const res = await ctx.owner.patch(`/v1/workflows/${body.id}`, { states: [{ name: 'review' }, { name: 'approved' }] })
       assert.equal(res.status, 400)
       assert.equal(res.body.error.details.field, 'initialState')
-      assert.equal((await owner.get(`/v1/workflows/${body.id}`)).body.version, 1)
+      assert.equal((await ctx.owner.get(`/v1/workflows/${body.id}`)).body.version, 1)
     })
 
     it('answers 404 for a workflow of another tenant', async () => {
-      const { body } = await owner.post('/v1/workflows', keyed())
-      const res = await s.as(newTenant(), ['owner']).patch(`/v1/workflows/${body.id}`, { name: 'x' })
+      const { body } = await ctx.owner.post('/v1/workflows', keyed())
+      const res = await ctx.s.as(newTenant(), ['owner']).patch(`/v1/workflows/${body.id}`, { name: 'x' })
       assert.equal(res.status, 404)
     })
   })
 
   describe('object types referencing workflows', () => {
     it('answers 400 on workflowId for a workflow that does not exist in the tenant', async () => {
-      const other = await s.as(newTenant(), ['owner']).post('/v1/workflows', keyed())
-      const res = await owner.post('/v1/object-types', { key: 'with_foreign_wf', name: 'x', workflowId: other.body.id })
+      const other = await ctx.s.as(newTenant(), ['owner']).post('/v1/workflows', keyed())
+      const res = await ctx.owner.post('/v1/object-types', { key: 'with_foreign_wf', name: 'x', workflowId: other.body.id })
       assert.equal(res.status, 400)
       assert.equal(res.body.error.details.field, 'workflowId')
     })
 
     it('starts a new object in the initial state of the latest workflow version', async () => {
-      const wf = await owner.post('/v1/workflows', keyed())
-      const typeId = await publishedType(owner, { workflowId: wf.body.id })
-      const a = await owner.post('/v1/objects', { typeId })
+      const wf = await ctx.owner.post('/v1/workflows', keyed())
+      const typeId = await publishedType(ctx.owner, { workflowId: wf.body.id })
+      const a = await ctx.owner.post('/v1/objects', { typeId })
       assert.equal(a.status, 201, a.text)
       assert.equal(a.body.workflowState, 'draft')
-      await owner.patch(`/v1/workflows/${wf.body.id}`, { initialState: 'review' })
-      const b = await owner.post('/v1/objects', { typeId })
+      await ctx.owner.patch(`/v1/workflows/${wf.body.id}`, { initialState: 'review' })
+      const b = await ctx.owner.post('/v1/objects', { typeId })
       assert.equal(b.body.workflowState, 'review')
     })
   })
 
   it('lists every new endpoint in the OpenAPI document', async () => {
-    const doc = (await s.request('GET', '/openapi/v1.json')).body
+    const doc = (await ctx.s.request('GET', '/openapi/v1.json')).body
     for (const [path, method] of [
       ['/v1/workflows', 'post'], ['/v1/workflows', 'get'], ['/v1/workflows/{id}', 'get'], ['/v1/workflows/{id}', 'patch'],
       ['/v1/objects/{id}/workflow/transitions', 'post'], ['/v1/objects/{id}/workflow/explain-transitions', 'get'],

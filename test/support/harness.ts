@@ -1,4 +1,5 @@
 import http from 'node:http'
+import { before, after } from 'node:test'
 import type { AddressInfo } from 'node:net'
 import { randomUUID } from 'node:crypto'
 import jwt from 'jsonwebtoken'
@@ -157,4 +158,52 @@ export async function publishedType (c: Client, body: Record<string, unknown> = 
 
 export async function flushAudit (db: Db, tenant: string): Promise<void> {
   await sequencePending(db, tenant)
+}
+
+export interface OwnerSessionOptions {
+  /** Passed to startServer. */
+  env?: Record<string, string>
+  /** The prefix given to newTenant (default its own). */
+  tenantPrefix?: string
+  /** The owner's token subject (default that of TestServer.as). */
+  sub?: string
+  /** Publish a type as the owner: true for publishedType's default, or the body fields to override. */
+  type?: Record<string, unknown> | true
+}
+
+export interface OwnerSession {
+  s: TestServer
+  tenant: string
+  owner: Client
+  /** Only with the `type` option. */
+  typeId: string
+}
+
+/**
+ * For one describe block: registers a before hook that starts a server, makes a fresh tenant and a client with the
+ * owner role in it, and optionally publishes a type; and an after hook that closes the server. Call it in the describe
+ * callback; read the fields only inside tests and hooks (before() fills them). A block's own before() registered
+ * after this call runs after it, so it may build on these fields.
+ */
+export function useOwnerSession (opts: OwnerSessionOptions = {}): OwnerSession {
+  let filled: OwnerSession | undefined
+  before(async () => {
+    const s = await startServer(opts.env)
+    const tenant = newTenant(opts.tenantPrefix)
+    const owner = s.as(tenant, ['owner'], opts.sub)
+    filled = { s, tenant, owner, typeId: '' }
+    if (opts.type !== undefined) filled.typeId = await publishedType(owner, opts.type === true ? {} : opts.type)
+  })
+  after(() => filled?.s.close())
+  const read = <K extends keyof OwnerSession>(k: K): OwnerSession[K] => {
+    if (filled === undefined) throw new Error(`useOwnerSession: ${k} read before the before() hook ran`)
+    if (k === 'typeId' && opts.type === undefined) throw new Error('useOwnerSession: typeId needs the type option')
+    return filled[k]
+  }
+  return {
+    get s () { return read('s') },
+    get tenant () { return read('tenant') },
+    get owner () { return read('owner') },
+    get typeId () { return read('typeId') }
+  }
 }
