@@ -4,6 +4,7 @@ import { ajvErrors } from '../validation.js'
 import { checkLogic, evaluateLogic, truthy } from '../jsonlogic.js'
 import { findElevation, validateGeometry, type Geometry } from '../geo/geojson.js'
 import { validationError } from '../errors.js'
+import { unstorableValue } from '../storable.js'
 
 const addFormats = addFormatsModule as unknown as { default: (ajv: Ajv) => Ajv }
 
@@ -35,48 +36,6 @@ function compile (schema: Record<string, unknown>): ValidateFunction {
   } finally {
     tenantAjv.removeSchema(schema)
   }
-}
-
-// Deeper JSON is refused before anything recurses through it (merge patch, JSON.stringify and
-// Postgres all recurse, and a 1 MiB body can nest 200,000 levels).
-export const MAX_JSON_DEPTH = 64
-
-// Lone UTF-16 surrogates (JSON "\ud800") have no UTF-8 form; jsonb and text refuse them.
-const LONE_SURROGATE = /\p{Cs}/u
-
-function textFault (s: string): string | null {
-  if (s.includes('\u0000')) return 'must not contain NUL characters (\\u0000)'
-  if (LONE_SURROGATE.test(s)) return 'must be valid Unicode (a lone surrogate such as \\ud800 cannot be stored)'
-  return null
-}
-
-/**
- * The first value JSON-in-Postgres cannot hold exactly: a non-finite number (JSON 1e400 parses
- * as Infinity and would be stored as null), a NUL character or lone surrogate (jsonb and text
- * refuse them), or nesting deeper than MAX_JSON_DEPTH.
- */
-export function unstorableValue (v: unknown, path: string, depth = 0): Fault | null {
-  if (typeof v === 'number') return Number.isFinite(v) ? null : { field: path, reason: 'must be a finite number' }
-  if (typeof v === 'string') {
-    const reason = textFault(v)
-    return reason === null ? null : { field: path, reason }
-  }
-  if (v === null || typeof v !== 'object') return null
-  if (depth >= MAX_JSON_DEPTH) return { field: path, reason: `nests deeper than ${MAX_JSON_DEPTH} levels` }
-  if (Array.isArray(v)) {
-    for (const [i, x] of v.entries()) {
-      const f = unstorableValue(x, `${path}[${i}]`, depth + 1)
-      if (f) return f
-    }
-    return null
-  }
-  for (const [k, x] of Object.entries(v)) {
-    const kf = textFault(k)
-    if (kf !== null) return { field: path === '' ? '(body)' : path, reason: `keys ${kf}` }
-    const f = unstorableValue(x, path === '' ? k : `${path}.${k}`, depth + 1)
-    if (f) return f
-  }
-  return null
 }
 
 const TEMPLATE_TOKEN = /\{\{\s*([^}]*?)\s*\}\}/g

@@ -4,6 +4,7 @@ import type { Bindings, Tx } from '../db.js'
 import { isUuid } from '../db.js'
 import { AppError, notFound, validationError } from '../errors.js'
 import { parse } from '../validation.js'
+import { assertStorable } from '../storable.js'
 import { page, type Page } from '../schemas.js'
 import * as access from '../access/index.js'
 import { runWrite, type WriteScope } from '../pipeline.js'
@@ -121,8 +122,7 @@ export async function lockForChange (ctx: ServiceContext, tx: Tx, id: string, ex
 /** RFC 7396 over the current attributes; the patch is checked first, as merging recurses through it. */
 function mergeAttributes (current: Record<string, unknown>, patch: Record<string, unknown> | undefined): Record<string, unknown> {
   if (patch === undefined) return current
-  const bad = objectTypes.unstorableValue(patch, 'attributes')
-  if (bad) throw validationError(bad.field, bad.reason)
+  assertStorable(patch, 'attributes')
   return mergePatch(current, patch) as Record<string, unknown>
 }
 

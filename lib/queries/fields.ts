@@ -1,4 +1,5 @@
 import { validationError } from '../errors.js'
+import { textFault } from '../storable.js'
 import type { ColumnField, ColumnName, Field, ValueField } from './types.js'
 
 /**
@@ -40,18 +41,12 @@ const COLUMNS: Record<ColumnName, ColumnField> = {
 
 export const FIELD_NAMES = `${Object.keys(COLUMNS).join(', ')}, geometry or attributes.<name>`
 
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/
-
-/** Postgres text and jsonb refuse NUL and unpaired surrogates: reject them as input instead. */
-export function storableText (s: string): boolean {
-  return !s.includes('\u0000') && !LONE_SURROGATE.test(s)
-}
-
 /** A client string of bounded length that Postgres can hold; VALIDATION_ERROR at `at` otherwise. */
 export function requireText (v: unknown, at: string, what = 'a string'): string {
   if (typeof v !== 'string') throw validationError(at, `must be ${what}`)
   if (v.length > LIMITS.stringLength) throw validationError(at, `must be at most ${LIMITS.stringLength} characters`)
-  if (!storableText(v)) throw validationError(at, 'must not contain NUL characters or unpaired surrogates')
+  const fault = textFault(v)
+  if (fault !== null) throw validationError(at, fault)
   return v
 }
 

@@ -3,6 +3,7 @@ import type { ServiceContext } from '../context.js'
 import { isUuid } from '../db.js'
 import { AppError, notFound, validationError } from '../errors.js'
 import { parse, parseQuery } from '../validation.js'
+import { assertStorable } from '../storable.js'
 import { page, type Page } from '../schemas.js'
 import * as access from '../access/index.js'
 import { runWrite, type WriteScope } from '../pipeline.js'
@@ -13,25 +14,6 @@ import { toRelationDto, type RelationDto } from './dto.js'
 
 interface CreateInput { fromObjectId: string, toObjectId: string, relationType: string, metadata?: Record<string, unknown>, inheritsGeometry?: boolean }
 interface PatchInput { relationType?: string, metadata?: Record<string, unknown>, inheritsGeometry?: boolean }
-
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/
-
-/** The first string Postgres text/jsonb cannot hold (NUL, lone surrogate): a 400, never a 500. */
-function unstorable (v: unknown, path: string): string | null {
-  if (typeof v === 'string') return v.includes('\u0000') || LONE_SURROGATE.test(v) ? path : null
-  if (Array.isArray(v)) return v.reduce<string | null>((hit, x, i) => hit ?? unstorable(x, `${path}[${i}]`), null)
-  if (v === null || typeof v !== 'object') return null
-  for (const [k, x] of Object.entries(v)) {
-    const hit = unstorable(k, path) ?? unstorable(x, `${path}.${k}`)
-    if (hit !== null) return hit
-  }
-  return null
-}
-
-function assertStorable (v: unknown, path: string): void {
-  const hit = unstorable(v, path)
-  if (hit !== null) throw validationError(hit, 'must not contain NUL characters or unpaired surrogates')
-}
 
 /** Audit and outbox for one relation change, recorded by the pipeline in the same transaction. */
 function record (w: WriteScope, audit: string, event: string, row: sql.RelationRow, extra: Record<string, unknown> = {}): void {

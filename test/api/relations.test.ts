@@ -68,6 +68,24 @@ describe('relations API', () => {
       assert.equal(r2.body.error.details.field, 'metadata.k')
     })
 
+    it('answers 400 for metadata the database cannot hold exactly: 1e400, or nesting past 64 levels', async () => {
+      const [a, b] = [await obj(), await obj()]
+      const inf = await ctx.s.request('POST', '/v1/relations', {
+        token: ctx.owner.token,
+        raw: `{"fromObjectId":"${a}","toObjectId":"${b}","relationType":"x","metadata":{"w":1e400}}`,
+        headers: { 'Content-Type': 'application/json' }
+      })
+      assert.equal(inf.status, 400)
+      assert.equal(inf.body.error.details.field, 'metadata.w')
+      let deep: unknown = 1
+      for (let i = 0; i < 100; i++) deep = { d: deep }
+      const nested = await ctx.owner.post('/v1/relations', { fromObjectId: a, toObjectId: b, relationType: 'x', metadata: deep })
+      assert.equal(nested.status, 400)
+      assert.match(nested.body.error.details.reason, /nests deeper than 64/)
+      const [{ n }] = (await ctx.s.db.raw('SELECT count(*)::int AS n FROM relations WHERE from_object_id = ?', [a])).rows
+      assert.equal(n, 0)
+    })
+
     it('answers 409 CONFLICT on an identical active link, but allows another type or direction', async () => {
       const [a, b] = [await obj(), await obj()]
       const first = await ctx.owner.post('/v1/relations', { fromObjectId: a, toObjectId: b, relationType: 'feeds' })

@@ -1,6 +1,7 @@
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { checkDefinition, validateCandidate, unstorableValue, MAX_JSON_DEPTH, type TypeDefinition } from '../../lib/object-types/definition.js'
+import { checkDefinition, validateCandidate, type TypeDefinition } from '../../lib/object-types/definition.js'
+import { unstorableValue, MAX_JSON_DEPTH } from '../../lib/storable.js'
 import { AppError } from '../../lib/errors.js'
 
 function def (over: Partial<TypeDefinition> = {}): TypeDefinition {
