@@ -1,5 +1,5 @@
-// The re-exports come first on purpose: lib/audit imports TENANT_RE from here while this module
-// imports lib/audit, so tokens.js must be evaluated before audit is (ESM evaluates in source order).
+// lib/audit and this module import each other (audit/list.ts authorizes chain reads; authorize
+// records denials). Both sides use the other only at call time, never while loading.
 export * from './grants.js'
 export * from './tokens.js'
 import type { ServiceContext } from '../context.js'

@@ -12,8 +12,12 @@ export { eventHash, GENESIS_HASH } from './hash.js'
  * transaction, together with the outbox's (lib/db runStatements).
  */
 export function recordStatement (tenantId: string, actor: Actor | null, events: sql.NewAuditEvent[]): Statement | null {
-  if (events.length === 0) return null
-  return sql.insertEventsStatement(tenantId, actor === null ? null : { sub: actor.sub, roles: actor.roles }, events)
+  return events.length === 0 ? null : sql.insertEventsStatement(tenantId, hashedActor(actor), events)
+}
+
+/** Only sub and roles are part of an event (and of its hash). */
+function hashedActor (actor: Actor | null): { sub: string, roles: string[] } | null {
+  return actor === null ? null : { sub: actor.sub, roles: actor.roles }
 }
 
 /**
@@ -21,7 +25,7 @@ export function recordStatement (tenantId: string, actor: Actor | null, events: 
  * are written in their own (autocommitted) statement so the refusal does not roll them back.
  */
 export async function recordStandalone (db: Db, tenantId: string, actor: Actor | null, event: sql.NewAuditEvent, kick?: (tenantId: string) => unknown): Promise<void> {
-  await runStatements(db, [recordStatement(tenantId, actor, [event]) as Statement])
+  await runStatements(db, [sql.insertEventsStatement(tenantId, hashedActor(actor), [event])])
   kick?.(tenantId)
 }
 

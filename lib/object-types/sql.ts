@@ -75,15 +75,13 @@ export async function countLiveObjects (db: Queryable, tenantId: string, typeId:
 
 /**
  * The published definition objects validate against; null when the type has none (or is gone).
- * `lock` (inside a write transaction) holds a KEY SHARE lock on the type until commit: a
- * concurrent type delete (FOR UPDATE) then waits and sees the new object, or the create waits
- * and sees the type gone. Without it a delete could pass its live-object check while an object
- * of the type is being created.
+ * Object creates read it through the cache in published-cache.ts and lock the type themselves
+ * (lib/objects insertObject).
  */
-export async function findPublished (db: Queryable, tenantId: string, typeId: string, opts: { lock?: boolean } = {}): Promise<{ key: string, version: number, definition: TypeDefinition } | null> {
-  const r = await prepared(db, opts.lock === true ? 'object-types.published-locked' : 'object-types.published', `
+export async function findPublished (db: Queryable, tenantId: string, typeId: string): Promise<{ key: string, version: number, definition: TypeDefinition } | null> {
+  const r = await prepared(db, 'object-types.published', `
     SELECT t.key, v.version, v.definition
     FROM object_types t JOIN object_type_versions v ON v.type_id = t.id AND v.version = t.published_version
-    WHERE t.id = ? AND t.tenant_id = ? AND t.deleted_at IS NULL${opts.lock === true ? ' FOR KEY SHARE OF t' : ''}`, [typeId, tenantId])
+    WHERE t.id = ? AND t.tenant_id = ? AND t.deleted_at IS NULL`, [typeId, tenantId])
   return r.rows[0] ?? null
 }

@@ -70,8 +70,9 @@ async function makePublicId (p: { id: string, typeKey: string, template: string 
 }
 
 async function mustPublish (db: Tx, tenantId: string, typeId: string, fresh: boolean): Promise<Published> {
-  return await objectTypes.publishedType(db, tenantId, typeId, { fresh }) ??
-    (() => { throw validationError('typeId', 'object type does not exist or has no published version') })()
+  const pub = await objectTypes.publishedType(db, tenantId, typeId, { fresh })
+  if (pub === null) throw validationError('typeId', 'object type does not exist or has no published version')
+  return pub
 }
 
 /**
@@ -102,9 +103,9 @@ export async function createObject (ctx: ServiceContext, body: unknown): Promise
         throw err
       })
     }
-    const row = await attempt(await mustPublish(w.tx, ctx.tenantId, input.typeId, false)) ??
-      await attempt(await mustPublish(w.tx, ctx.tenantId, input.typeId, true)) ??
-      (() => { throw validationError('typeId', 'object type changed while the object was created; retry') })()
+    let row = await attempt(await mustPublish(w.tx, ctx.tenantId, input.typeId, false))
+    row ??= await attempt(await mustPublish(w.tx, ctx.tenantId, input.typeId, true))
+    if (row === null) throw validationError('typeId', 'object type changed while the object was created; retry')
     recordObjectChange(w, 'created', row)
     return toObjectDto(row)
   })

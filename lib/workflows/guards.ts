@@ -1,4 +1,5 @@
 import type { Actor } from '../context.js'
+import { BUILT_IN_ROLES } from '../access/index.js'
 import type { Queryable } from '../db.js'
 import { evaluateLogic, truthy } from '../jsonlogic.js'
 import * as rules from '../rules/index.js'
@@ -26,8 +27,8 @@ type Pending =
   | { kind: 'spatial', cond: rules.SpatialCondition }
 interface Planned { label: Omit<GuardResult, 'evaluated' | 'reason'>, prefix: string, pending: Pending }
 
-// Built-in roles, each a superset of the next (CONTRACT "Authentication and roles").
-const RANK: Record<string, number> = { viewer: 1, operator: 2, admin: 3, owner: 4 }
+// Built-in roles, each a superset of the next (lib/access BUILT_IN_ROLES, strongest first).
+const RANK: Record<string, number> = Object.fromEntries(BUILT_IN_ROLES.map((r, i) => [r, BUILT_IN_ROLES.length - i]))
 
 /** A permission guard passes when the caller holds the role, or a built-in role above a built-in one. */
 export function permissionOutcome (requiredRole: string, roles: readonly string[]): Outcome {

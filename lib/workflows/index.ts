@@ -1,5 +1,3 @@
-import './hooks.js'
-
 export * as schema from './schema.js'
 export { createWorkflow, getWorkflow, listWorkflows, patchWorkflow, workflowRegistry } from './service.js'
 export { explainTransitions, transitionObject, type ExplainResult } from './transitions.js'

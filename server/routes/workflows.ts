@@ -1,7 +1,6 @@
 import type { RouteRegistrar } from '../app.js'
 import * as versioning from '../../lib/versioning/index.js'
 import { defineRoute } from '../openapi/registry.js'
-// Importing lib/workflows also registers its hooks (initial state of new objects, workflowId references).
 import * as workflows from '../../lib/workflows/index.js'
 import { parseQuery } from '../../lib/validation.js'
 import { readIfMatch, setVersionHeaders } from '../http/preconditions.js'
