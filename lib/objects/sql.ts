@@ -228,3 +228,19 @@ export async function listVersions (db: Queryable, tenantId: string, id: string,
   ])
   return { rows: rows.rows, total: count.rows[0].n }
 }
+
+/**
+ * Which of `ids` are live objects of the tenant. Takes FOR SHARE locks so that a concurrent
+ * object delete waits for this transaction: a link is never created to an object being deleted.
+ */
+export async function lockLiveObjects (tx: Tx, tenantId: string, ids: string[]): Promise<Set<string>> {
+  const r = await tx.raw(`SELECT id FROM objects WHERE tenant_id = ? AND id = ANY(?::uuid[]) AND deleted_at IS NULL
+    ORDER BY id FOR SHARE`, [tenantId, ids])
+  return new Set(r.rows.map((row: { id: string }) => row.id))
+}
+
+/** Whether `id` is a live object of the tenant. */
+export async function liveObjectExists (db: Queryable, tenantId: string, id: string): Promise<boolean> {
+  const r = await db.raw('SELECT 1 FROM objects WHERE tenant_id = ? AND id = ? AND deleted_at IS NULL', [tenantId, id])
+  return r.rows.length > 0
+}

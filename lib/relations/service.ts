@@ -7,7 +7,7 @@ import { assertStorable } from '../storable.js'
 import { page, type Page } from '../schemas.js'
 import * as access from '../access/index.js'
 import { runWrite, type WriteScope } from '../pipeline.js'
-import { mergePatch } from '../objects/index.js'
+import * as objects from '../objects/index.js'
 import * as schema from './schema.js'
 import * as sql from './sql.js'
 import { toRelationDto, type RelationDto } from './dto.js'
@@ -29,7 +29,7 @@ function conflict (twinId: string): never {
 
 /** Locks both ends; 400 naming the end that is not a live object of the tenant. */
 async function requireEnds (ctx: ServiceContext, w: WriteScope, from: string, to: string): Promise<void> {
-  const live = await sql.lockLiveObjects(w.tx, ctx.tenantId, [from, to])
+  const live = await objects.lockLiveObjects(w.tx, ctx.tenantId, [from, to])
   if (!live.has(from)) throw validationError('fromObjectId', `object ${from} does not exist in this tenant`)
   if (!live.has(to)) throw validationError('toObjectId', `object ${to} does not exist in this tenant`)
 }
@@ -65,7 +65,7 @@ export async function patchRelation (ctx: ServiceContext, id: string, body: unkn
     const current = await lockActive(ctx, w, id)
     const next = {
       relationType: input.relationType ?? current.relation_type,
-      metadata: (input.metadata === undefined ? current.metadata : mergePatch(current.metadata, input.metadata)) as Record<string, unknown>,
+      metadata: (input.metadata === undefined ? current.metadata : objects.mergePatch(current.metadata, input.metadata)) as Record<string, unknown>,
       inheritsGeometry: input.inheritsGeometry ?? current.inherits_geometry
     }
     if (next.relationType !== current.relation_type) {
@@ -95,7 +95,7 @@ export async function restoreRelation (ctx: ServiceContext, id: string): Promise
   return runWrite(ctx, { resource: 'relations', action: 'write', limit: 'relation_count' }, async w => {
     const current = (isUuid(id) ? await sql.lockRelation(w.tx, ctx.tenantId, id) : null) ?? notFound('relation', id)
     if (current.deleted_at === null) return toRelationDto(current)
-    const live = await sql.lockLiveObjects(w.tx, ctx.tenantId, [current.from_object_id, current.to_object_id])
+    const live = await objects.lockLiveObjects(w.tx, ctx.tenantId, [current.from_object_id, current.to_object_id])
     for (const [field, end] of [['fromObjectId', current.from_object_id], ['toObjectId', current.to_object_id]]) {
       if (!live.has(end)) throw new AppError('CONFLICT', `cannot restore: object ${end} no longer exists`, { field, objectId: end })
     }
@@ -159,7 +159,7 @@ export interface ObjectRelationsQuery { limit: number, offset: number, direction
 /** Relations of one live object (404 when it is not a live object of the tenant). */
 export async function listObjectRelations (ctx: ServiceContext, objectId: string, q: ObjectRelationsQuery): Promise<Page<RelationDto>> {
   await access.authorize(ctx, 'relations', 'read')
-  if (!isUuid(objectId) || !await sql.liveObjectExists(ctx.db, ctx.tenantId, objectId)) notFound('object', objectId)
+  if (!isUuid(objectId) || !await objects.liveObjectExists(ctx.db, ctx.tenantId, objectId)) notFound('object', objectId)
   assertStorable(q.relationType, 'relationType')
   const { rows, total } = await sql.listRelations(ctx.db, ctx.tenantId, { ...q, objectId, metadata: [] })
   return page(rows.map(toRelationDto), q.limit, q.offset, total)

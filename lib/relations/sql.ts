@@ -19,16 +19,6 @@ const COLS = `id, tenant_id, from_object_id, to_object_id, relation_type, metada
 // One clock read per statement, truncated to milliseconds (CONTRACT timestamps).
 const NOW = "date_trunc('milliseconds', clock_timestamp())"
 
-/**
- * Which of `ids` are live objects of the tenant. Takes FOR SHARE locks so that a concurrent
- * object delete waits for this transaction: a link is never created to an object being deleted.
- */
-export async function lockLiveObjects (tx: Tx, tenantId: string, ids: string[]): Promise<Set<string>> {
-  const r = await tx.raw(`SELECT id FROM objects WHERE tenant_id = ? AND id = ANY(?::uuid[]) AND deleted_at IS NULL
-    ORDER BY id FOR SHARE`, [tenantId, ids])
-  return new Set(r.rows.map((row: { id: string }) => row.id))
-}
-
 export interface NewRelation {
   id: string
   tenantId: string
@@ -124,9 +114,4 @@ export async function listRelations (db: Queryable, tenantId: string, f: ListFil
     db.raw(`SELECT count(*)::int AS n FROM relations r WHERE ${w.sql}`, w.params)
   ])
   return { rows: rows.rows, total: count.rows[0].n }
-}
-
-export async function liveObjectExists (db: Queryable, tenantId: string, id: string): Promise<boolean> {
-  const r = await db.raw('SELECT 1 FROM objects WHERE tenant_id = ? AND id = ? AND deleted_at IS NULL', [tenantId, id])
-  return r.rows.length > 0
 }
