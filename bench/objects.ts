@@ -4,6 +4,7 @@ import pg from 'pg'
 import type { Db } from '../lib/db.js'
 import { Sequencer, eventHash } from '../lib/audit/index.js'
 import * as objects from '../lib/objects/index.js'
+import * as objectTypes from '../lib/object-types/index.js'
 import { benchContext, benchTenant, compare, row, throughput } from './support.js'
 
 export interface ObjectsBenchEnv {
@@ -129,13 +130,10 @@ export async function benchObjects (env: ObjectsBenchEnv): Promise<string[]> {
   out.push(row('raw create, unsequenced audit vs no audit, c16', await compare(env.rounds, sqlCreate(1500, 16, 'unsequenced'), sqlCreate(1500, 16, 'none'))))
   out.push(row('raw create, head-lock audit vs no audit, c16', await compare(env.rounds, sqlCreate(1500, 16, 'head-lock'), sqlCreate(1500, 16, 'none'))))
   const sequencer = new Sequencer(env.db, err => { throw err })
-  // Objects of tenant-lib need a type of that tenant.
-  const libType = await env.db.raw(`
-    WITH t AS (INSERT INTO object_types (tenant_id, key, published_version) VALUES (?, 'site', 1) RETURNING id)
-    INSERT INTO object_type_versions (type_id, tenant_id, version, status, definition)
-    SELECT id, ?, 1, 'published', ?::jsonb FROM t RETURNING type_id`,
-  [`${tenant}-lib`, `${tenant}-lib`, JSON.stringify({ name: 'Site', description: null, attributeSchema: null, geometry: { required: false, types: [] }, validationRules: [], workflowId: null, publicIdTemplate: null })])
-  const libTypeId = libType.rows[0].type_id as string
+  // Objects of tenant-lib need a published type of that tenant.
+  const setup = benchContext(env.db, `${tenant}-lib`)
+  const libTypeId = (await objectTypes.createObjectType(setup, { key: 'site', name: 'Site' })).id
+  await objectTypes.publishObjectType(setup, libTypeId, { to: 'published' })
   const libOp = (mode: 'async' | 'sync') => {
     const ctx = benchContext(env.db, `${tenant}-lib`, { AUDIT_SEQUENCING: mode }, sequencer)
     return () => throughput(1500, 16, async i => { await objects.createObject(ctx, { typeId: libTypeId, attributes: attrs(i), geometry: point(i) }) })

@@ -36,5 +36,5 @@ export async function recordForContext (ctx: ServiceContext, event: sql.NewAudit
 // Read side: list and proof (GET /v1/audit/events, GET /v1/audit/events/{id}/proof).
 export * as schema from './schema.js'
 export { listEvents, authorizeChain, type ListEventsQuery } from './list.js'
-export { proveEvent, walkChain, recomputeHash, ChainWalker, PROOF_BATCH, type Proof } from './proof.js'
+export { proveEvent, recomputeHash, ChainWalker, PROOF_BATCH, type Proof } from './proof.js'
 export { toEventDto, type AuditEventDto } from './dto.js'

@@ -1,4 +1,4 @@
-import { runStatements, type Queryable, type Statement } from '../db.js'
+import type { Statement } from '../db.js'
 import * as sql from './sql.js'
 
 // Domain events (CONTRACT "Automation": object.*, relation.*), written in the same transaction as
@@ -13,9 +13,4 @@ export { hasPending } from './sql.js'
 /** The statement that queues domain events; the write pipeline runs it in the write's transaction. */
 export function emitStatement (tenantId: string, events: sql.DomainEvent[]): Statement | null {
   return events.length === 0 ? null : sql.emitStatement(tenantId, events)
-}
-
-export async function emitInTransaction (tx: Queryable, tenantId: string, events: sql.DomainEvent[]): Promise<void> {
-  const s = emitStatement(tenantId, events)
-  if (s !== null) await runStatements(tx, [s])
 }

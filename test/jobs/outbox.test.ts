@@ -1,7 +1,7 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { PgBoss } from 'pg-boss'
-import { createDb, type Db } from '../../lib/db.js'
+import { createDb, runStatements, type Db } from '../../lib/db.js'
 import * as outbox from '../../lib/outbox/index.js'
 import { createQueues } from '../../jobs/enqueue.js'
 import { OUTBOX_DISPATCH, type OutboxDispatchPayload } from '../../jobs/contracts.js'
@@ -10,9 +10,9 @@ import { TEST_DATABASE_URL } from '../support/env.js'
 import { newTenant, silentLog } from '../support/harness.js'
 
 async function emit (db: Db, tenant: string, n: number): Promise<void> {
-  await db.transaction(tx => outbox.emitInTransaction(tx, tenant, Array.from({ length: n }, (_, i) => ({
+  await runStatements(db, [outbox.emitStatement(tenant, Array.from({ length: n }, (_, i) => ({
     type: 'object.created', aggregateType: 'object', aggregateId: `a-${i}`, payload: { i }
-  }))))
+  })))!])
 }
 
 describe('outbox delivery', () => {
