@@ -4,13 +4,14 @@ import { runStatements, withTransaction, type Statement } from './db.js'
 import * as access from './access/index.js'
 import * as audit from './audit/index.js'
 import * as outbox from './outbox/index.js'
+import * as counters from './counters/index.js'
 import { ensureTenant, rememberTenant } from './tenants/index.js'
 
 /**
  * The one write pipeline. Every change to tenant data goes through `runWrite`:
  *
  *   authorize -> before-hooks (license) -> BEGIN -> the operation's own SQL (row + history)
- *   -> audit events -> outbox events -> in-transaction hooks (cache invalidation, automation)
+ *   -> audit events, outbox events and counter deltas (one round trip) -> in-transaction hooks
  *   -> [sync audit sequencing] -> COMMIT -> after-commit hooks -> audit sequencing kick
  *
  * Invariant: a write that throws anywhere before COMMIT leaves nothing behind: no row, no
@@ -28,6 +29,8 @@ export interface WriteSpec {
 export interface Change {
   audit?: audit.NewAuditEvent
   event?: outbox.DomainEvent
+  /** Counter deltas (lib/counters), e.g. live objects per type. */
+  counts?: counters.CounterDelta[]
 }
 
 export interface WriteHooks {
@@ -51,10 +54,11 @@ export async function runWrite<T> (ctx: ServiceContext, spec: WriteSpec, operati
   const result = await withTransaction(ctx.db, async tx => {
     await ensureTenant(tx, ctx.tenantId)
     const value = await operation({ tx, record: c => { changes.push(c) } })
-    // Audit and outbox rows in one round trip.
+    // Audit, outbox and counter rows in one round trip.
     await runStatements(tx, [
       audit.recordStatement(ctx.tenantId, ctx.actor, changes.flatMap(c => c.audit ? [c.audit] : [])),
-      outbox.emitStatement(ctx.tenantId, changes.flatMap(c => c.event ? [c.event] : []))
+      outbox.emitStatement(ctx.tenantId, changes.flatMap(c => c.event ? [c.event] : [])),
+      counters.addStatement(ctx.tenantId, changes.flatMap(c => c.counts ?? []))
     ].filter((s): s is Statement => s !== null))
     for (const hook of writeHooks.inTransaction) await hook(ctx, tx, spec, changes)
     if (ctx.config.auditSequencing === 'sync') await audit.sequencePending(tx, ctx.tenantId)

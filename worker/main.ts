@@ -7,6 +7,7 @@ import { createQueues } from '../jobs/enqueue.js'
 import { OUTBOX_DISPATCH, type OutboxDispatchPayload } from '../jobs/contracts.js'
 import { handleOutboxDispatch } from '../jobs/handlers/outbox-dispatch.js'
 import * as outbox from '../lib/outbox/index.js'
+import * as counters from '../lib/counters/index.js'
 
 // config -> runtime -> queues -> handlers -> schedules; stop on SIGTERM. Scales horizontally:
 // every worker competes for the same pg-boss queues and outbox rows (SKIP LOCKED).
@@ -24,8 +25,14 @@ const poll = setInterval(() => {
     .then(pending => pending ? rt.boss.send(OUTBOX_DISPATCH.name, {}, { singletonKey: 'outbox', singletonSeconds: 1 }) : null)
     .catch(err => log.error({ err }, 'outbox poll failed'))
 }, 1000)
+// Fold counter deltas (lib/counters) so that totals stay index-only sums over a few rows. Two
+// workers folding at once is harmless: each deletes only rows it sees, and sums never move.
+const fold = setInterval(() => {
+  counters.fold(rt.db).catch(err => log.error({ err }, 'counter fold failed'))
+}, 5000)
 onShutdown(log, async () => {
   clearInterval(poll)
+  clearInterval(fold)
   await rt.stop()
 })
 // Announced only once SIGTERM is handled: a signal right after this line still stops gracefully.

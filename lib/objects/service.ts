@@ -9,6 +9,7 @@ import { page, type Page } from '../schemas.js'
 import * as access from '../access/index.js'
 import { runWrite, type WriteScope } from '../pipeline.js'
 import * as objectTypes from '../object-types/index.js'
+import * as counters from '../counters/index.js'
 import type { Geometry } from '../geo/geojson.js'
 import * as schema from './schema.js'
 import * as sql from './sql.js'
@@ -37,10 +38,19 @@ function actorOf (ctx: ServiceContext) {
   return { sub: ctx.actor.sub, roles: ctx.actor.roles }
 }
 
-/** History, audit and outbox for one object change: recorded by the pipeline in the same transaction. */
+const LIVE_DELTA = { created: 1, updated: 0, transitioned: 0, deleted: -1 } as const
+
+/**
+ * Audit, outbox and counters for one object change (its history version is written by the
+ * change's own statement): recorded by the pipeline in the same transaction.
+ */
 export function recordObjectChange (w: WriteScope, kind: 'created' | 'updated' | 'deleted' | 'transitioned', row: sql.ObjectRow, data: Record<string, unknown> = {}, previous?: sql.ObjectRow): void {
   const object = toObjectDto(row)
   w.record({
+    counts: [
+      { counter: counters.OBJECTS, bucket: row.type_id, delta: LIVE_DELTA[kind] },
+      { counter: counters.OBJECT_CHANGES, bucket: row.type_id, delta: 1 }
+    ],
     audit: {
       type: kind === 'transitioned' ? 'workflow.transitioned' : `object.${kind}`,
       resourceType: 'object',

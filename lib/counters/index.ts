@@ -1,0 +1,31 @@
+import type { Queryable, Statement } from '../db.js'
+import * as sql from './sql.js'
+
+// Exact per-tenant counters kept in the writing transaction (README): live objects per type,
+// changes per type (layer cache invalidation), and whatever quotas count.
+
+export type { CounterDelta } from './sql.js'
+
+/** The counters the core writes. Buckets of both are object type ids. */
+export const OBJECTS = 'objects'
+export const OBJECT_CHANGES = 'object_changes'
+
+/** The statement the write pipeline runs inside the write's transaction, or null for none. */
+export function addStatement (tenantId: string, deltas: sql.CounterDelta[]): Statement | null {
+  const nonZero = deltas.filter(d => d.delta !== 0)
+  return nonZero.length === 0 ? null : sql.addStatement(tenantId, nonZero)
+}
+
+/** The counter's exact value in `db`'s snapshot: over all buckets, or over the given ones. */
+export function total (db: Queryable, tenantId: string, counter: string, buckets: string[] | null = null): Promise<number> {
+  return sql.sum(db, tenantId, counter, buckets)
+}
+
+export function totalsByBucket (db: Queryable, tenantId: string, counter: string): Promise<Map<string, number>> {
+  return sql.sumsByBucket(db, tenantId, counter)
+}
+
+/** Folds groups of more than `minRows` rows (all tenants, or one); run by the worker. */
+export function fold (db: Queryable, opts: { minRows?: number, maxGroups?: number, tenantId?: string } = {}): Promise<number> {
+  return sql.fold(db, opts.minRows ?? 16, opts.maxGroups ?? 1000, opts.tenantId ?? null)
+}
