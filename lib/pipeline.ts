@@ -54,7 +54,7 @@ export async function runWrite<T> (ctx: ServiceContext, spec: WriteSpec, operati
     // Audit and outbox rows in one round trip.
     await runStatements(tx, [
       audit.recordStatement(ctx.tenantId, ctx.actor, changes.flatMap(c => c.audit ? [c.audit] : [])),
-      outbox.emitStatement(ctx.tenantId, changes.flatMap(c => c.event ? [c.event] : []))
+      outbox.emitStatement(ctx.tenantId, changes.flatMap(c => c.event ? [c.event] : []), ctx.causation)
     ].filter((s): s is Statement => s !== null))
     for (const hook of writeHooks.inTransaction) await hook(ctx, tx, spec, changes)
     if (ctx.config.auditSequencing === 'sync') await audit.sequencePending(tx, ctx.tenantId)

@@ -7,6 +7,8 @@ import { createQueues } from '../jobs/enqueue.js'
 import { OUTBOX_DISPATCH, type OutboxDispatchPayload } from '../jobs/contracts.js'
 import { handleOutboxDispatch } from '../jobs/handlers/outbox-dispatch.js'
 import * as outbox from '../lib/outbox/index.js'
+import { pgBossSender } from '../jobs/enqueue.js'
+import { startAutomation } from './automation.js'
 
 // config -> runtime -> queues -> handlers -> schedules; stop on SIGTERM. Scales horizontally:
 // every worker competes for the same pg-boss queues and outbox rows (SKIP LOCKED).
@@ -16,6 +18,7 @@ const rt = await startRuntimeOrExit(config, log, { worker: true })
 await createQueues(rt.boss)
 
 await rt.boss.work<OutboxDispatchPayload>(OUTBOX_DISPATCH.name, { pollingIntervalSeconds: 1, batchSize: 1 }, jobs => handleOutboxDispatch(rt.db, log, jobs))
+await startAutomation(rt, config, log, pgBossSender(rt.boss))
 
 // Poll the pending-outbox index once a second and wake a dispatch (coalesced by singletonKey
 // across all workers), so events are delivered within about a second of their commit.
