@@ -38,7 +38,9 @@ const tenantRule = {
 export const AUTOMATION_RUN = {
   name: 'automation.run',
   payload: tenantRun,
-  options: { retryLimit: 5, retryDelay: 1, retryBackoff: true, retryDelayMax: 30, expireInSeconds: 120 }
+  // Short: a run is one short transaction, and a run job that expires while still running is
+  // harmless (the retry waits on the run's row lock, then finds it done).
+  options: { retryLimit: 5, retryDelay: 1, retryBackoff: true, retryDelayMax: 30, expireInSeconds: 15 }
 } as const satisfies QueueContract
 export interface AutomationRunPayload { tenantId: string, runId: string }
 
@@ -55,7 +57,8 @@ export const WEBHOOK_DELIVER = {
     required: ['tenantId', 'runId', 'attempt'],
     properties: { ...tenantRun.properties, attempt: { type: 'integer', minimum: 1 } }
   },
-  options: { retryLimit: 3, retryDelay: 1, retryBackoff: false, expireInSeconds: 90 }
+  // Longer than an attempt's 30 s timeout; a re-sent attempt carries the same Idempotency-Key.
+  options: { retryLimit: 3, retryDelay: 1, retryBackoff: false, expireInSeconds: 45 }
 } as const satisfies QueueContract
 export interface WebhookDeliverPayload { tenantId: string, runId: string, attempt: number }
 

@@ -34,6 +34,8 @@ export interface Config {
     /** Failed runs are kept longer. */
     failedRunRetentionDays: number
   }
+  /** How often a worker's pg-boss looks for jobs of dead workers (expired) to hand out again. */
+  workerSuperviseSeconds: number
   /** `async` sequences audit events after commit; `sync` takes the chain head lock inside the write. */
   auditSequencing: 'async' | 'sync'
   release: string
@@ -143,6 +145,7 @@ export function loadConfig (env: Env, release = '0.0.0'): Readonly<Config> {
       runRetentionDays: int(env, 'AUTOMATION_RUN_RETENTION_DAYS', 7, 1),
       failedRunRetentionDays: int(env, 'AUTOMATION_FAILED_RUN_RETENTION_DAYS', 30, 1)
     }),
+    workerSuperviseSeconds: int(env, 'WORKER_SUPERVISE_SECONDS', 60, 1, 3600),
     auditSequencing: oneOf(env, 'AUDIT_SEQUENCING', ['async', 'sync'] as const, 'async'),
     release
   })

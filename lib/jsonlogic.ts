@@ -52,6 +52,14 @@ jsonLogic.add_operation('geoDistanceWithin', (a: unknown, b: unknown, meters: un
 })
 jsonLogic.add_operation('geoIntersects', (a: unknown, b: unknown) => turf.booleanIntersects(geometryOf(a, 'geoIntersects'), geometryOf(b, 'geoIntersects')))
 
+const GEOJSON_TYPES = new Set(['Point', 'MultiPoint', 'LineString', 'MultiLineString', 'Polygon', 'MultiPolygon', 'GeometryCollection', 'Feature'])
+
+/** A GeoJSON geometry or Feature written inline: data, not an operation (it has several keys). */
+function isGeoJsonLiteral (v: object): boolean {
+  const o = v as Record<string, unknown>
+  return typeof o.type === 'string' && GEOJSON_TYPES.has(o.type) && ('coordinates' in o || 'geometry' in o || 'geometries' in o)
+}
+
 /** Checks a JsonLogic expression is well formed: known operators only, bounded depth. */
 export function checkLogic (rule: unknown, path: string, depth = 0): { path: string, reason: string } | null {
   if (depth > MAX_DEPTH) return { path, reason: `nests deeper than ${MAX_DEPTH}` }
@@ -63,6 +71,7 @@ export function checkLogic (rule: unknown, path: string, depth = 0): { path: str
     return null
   }
   if (rule === null || typeof rule !== 'object') return null
+  if (isGeoJsonLiteral(rule)) return null
   const keys = Object.keys(rule)
   if (keys.length !== 1) return { path, reason: 'a JsonLogic operation is an object with exactly one operator key' }
   const op = keys[0]

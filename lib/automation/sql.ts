@@ -92,7 +92,7 @@ export async function liveRulesForEvent (db: Queryable, tenantId: string, eventT
     FROM automation_rules r
     JOIN automation_rule_versions v ON v.tenant_id = r.tenant_id AND v.rule_id = r.id AND v.version = r.live_version
     WHERE r.tenant_id = ? AND r.deleted_at IS NULL AND r.status <> 'draft'
-      AND v.definition->'trigger'->>'type' = 'object.event' AND v.definition->'trigger'->'events' ? ?`, [tenantId, eventType])
+      AND v.definition->'trigger'->>'type' = 'object.event' AND v.definition->'trigger'->'events' @> jsonb_build_array(?::text)`, [tenantId, eventType])
   return r.rows
 }
 
