@@ -250,6 +250,24 @@ describe('automation engine with worker processes', { timeout: 300_000 }, () => 
     assert.equal(ok.status, 409, 'only failed runs replay')
   })
 
+  it('a schedule fires once per tick across two workers, and deactivating removes it', async () => {
+    const { c } = await setup()
+    const r = await receiver()
+    const rule = await activeRule(c, { trigger: { type: 'schedule', cron: '*/5 * * * * *', timezone: 'Europe/Berlin' }, effect: { type: 'webhook', url: r.url, body: { at: '{{payload.scheduledAt}}' } } })
+    const runsOf = async () => (await c.get(`/v1/automation/rules/${rule.id}/runs?limit=1000`)).body.items as Array<Record<string, any>>
+    await waitUntil(async () => new Set((await runsOf()).map(x => x.trigger.scheduledAt)).size >= 2, 120_000, 'two ticks')
+    const schedules = await s.db.raw("SELECT key FROM pgboss.schedule WHERE name = 'automation.tick' AND key = ?", [rule.id])
+    assert.equal(schedules.rows.length, 1, 'one schedule, keyed by the rule id')
+    const d = await c.post(`/v1/automation/rules/${rule.id}/deactivate`)
+    assert.equal(d.status, 200)
+    await waitUntil(async () => (await s.db.raw("SELECT count(*)::int AS n FROM pgboss.schedule WHERE name = 'automation.tick' AND key = ?", [rule.id])).rows[0].n === 0, 20_000, 'the schedule to go')
+    const runs = await runsOf()
+    const ticks = runs.map(x => x.trigger.tickId)
+    assert.equal(new Set(ticks).size, ticks.length, 'one run per tick')
+    const sent = r.received.map(x => JSON.parse(x.body.toString()).at)
+    assert.equal(new Set(sent).size, sent.length, 'every scheduled time was sent once')
+  })
+
   it('a worker killed with SIGKILL mid-run: the job is retried and the transition is applied once', async () => {
     await Promise.all(workers.map(w => w.stop()))
     workers = []
@@ -270,7 +288,7 @@ describe('automation engine with worker processes', { timeout: 300_000 }, () => 
       await victim.stop()
       await locker.query('COMMIT')
       workers = [await startWorker()]
-      const run = await finishedRun(c, rule.id, runId, 60_000)
+      const run = await finishedRun(c, rule.id, runId, 120_000)
       assert.equal(run.status, 'succeeded', JSON.stringify(run))
       const history = (await c.get(`/v1/objects/${o.id}/history`)).body.items as Array<{ operation: string }>
       assert.equal(history.filter(h => h.operation === 'transitioned').length, 1)
