@@ -90,7 +90,12 @@ export const PatchRuleBody = {
   type: 'object',
   additionalProperties: false,
   minProperties: 1,
-  properties: { ...ruleFields, description: { ...ruleFields.description, nullable: true }, match: { ...Match, nullable: true }, condition: { ...ruleFields.condition, nullable: true } }
+  description: 'Fields to change; null removes description, match or condition',
+  properties: {
+    ...ruleFields,
+    description: { ...ruleFields.description, nullable: true },
+    match: { ...Match, anyOf: [...Match.anyOf, { type: 'object', nullable: true, enum: [null] }] }
+  }
 } as const
 
 export const PublishRuleBody = {
