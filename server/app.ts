@@ -21,6 +21,7 @@ import { registerRuleRoutes } from './routes/rules.js'
 import { registerRelationRoutes } from './routes/relations.js'
 import { registerQueryRoutes } from './routes/queries.js'
 import { registerAutomationRoutes } from './routes/automation.js'
+import { watchQueues } from '../jobs/metrics.js'
 
 export interface AppDeps {
   config: Readonly<Config>
@@ -72,6 +73,7 @@ export function createApp (deps: AppDeps): Koa {
     }
   }
   for (const register of ROUTE_MODULES) register(router, guards, deps)
+  watchQueues(deps.db)
 
   app.use(observe(deps.log))
   app.use(errorBodies())

@@ -79,9 +79,18 @@ export async function up (knex: Knex): Promise<void> {
     CREATE INDEX automation_runs_rule_queued ON automation_runs (tenant_id, rule_id, queued_at DESC, id);
     -- Retention sweeps finished runs per tenant by age.
     CREATE INDEX automation_runs_tenant_finished ON automation_runs (tenant_id, finished_at) WHERE finished_at IS NOT NULL;
+
+    -- automation_rules_executed_total{ruleId}: bumped in each run's final transaction, read by the
+    -- API at scrape time (runs execute in workers, which have no port; retention never lowers it).
+    CREATE TABLE automation_rule_stats (
+      tenant_id text NOT NULL,
+      rule_id uuid NOT NULL,
+      executed bigint NOT NULL DEFAULT 0,
+      PRIMARY KEY (tenant_id, rule_id)
+    );
   `)
 }
 
 export async function down (knex: Knex): Promise<void> {
-  await knex.raw('DROP TABLE IF EXISTS automation_runs, automation_rule_versions, automation_rules CASCADE')
+  await knex.raw('DROP TABLE IF EXISTS automation_rule_stats, automation_runs, automation_rule_versions, automation_rules CASCADE')
 }

@@ -1,6 +1,5 @@
 import type { ServiceContext } from '../context.js'
 import { runWrite } from '../pipeline.js'
-import { automationRulesExecutedTotal } from '../metrics.js'
 import * as sql from './sql.js'
 
 export interface Step { phase: 'match' | 'condition' | 'effect', ok: boolean, detail: unknown, durationMs: number }
@@ -18,6 +17,7 @@ export async function finishRun (ctx: ServiceContext, run: sql.RunRow, patch: Pa
   await runWrite(ctx, { resource: 'automationRules', action: 'execute' }, async w => {
     await sql.updateRun(w.tx, ctx.tenantId, run.id, { ...patch, ...(final ? { finished_at: new Date() } : {}) })
     if (!final) return
+    await sql.countExecution(w.tx, ctx.tenantId, run.rule_id)
     const error = patch.error ?? null
     w.record({
       audit: {
@@ -31,5 +31,4 @@ export async function finishRun (ctx: ServiceContext, run: sql.RunRow, patch: Pa
         : {})
     })
   })
-  if (final) automationRulesExecutedTotal.inc({ ruleId: run.rule_id })
 }

@@ -217,3 +217,13 @@ export async function ruleForIngress (db: Queryable, tenantId: string, ruleId: s
     WHERE r.tenant_id = ? AND r.id = ? AND r.deleted_at IS NULL`, [tenantId, ruleId])
   return r.rows[0] ?? null
 }
+
+export async function countExecution (tx: Tx, tenantId: string, ruleId: string): Promise<void> {
+  await tx.raw(`INSERT INTO automation_rule_stats (tenant_id, rule_id, executed) VALUES (?, ?, 1)
+    ON CONFLICT (tenant_id, rule_id) DO UPDATE SET executed = automation_rule_stats.executed + 1`, [tenantId, ruleId])
+}
+
+/** Every rule's execution count (a metrics scrape; one row per rule that ever ran). */
+export async function executionCounts (db: Queryable): Promise<Array<{ rule_id: string, executed: number }>> {
+  return db('automation_rule_stats').select('rule_id', 'executed')
+}

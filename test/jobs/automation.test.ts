@@ -2,7 +2,7 @@ import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { createHmac, randomUUID } from 'node:crypto'
 import pg from 'pg'
-import { startServer, newTenant, publishedType, type TestServer, type Client } from '../support/harness.js'
+import { startServer, newTenant, publishedType, flushAudit, type TestServer, type Client } from '../support/harness.js'
 import { startWorker, startReceiver, waitUntil, type Receiver, type Reply, type WorkerProcess } from '../support/automation.js'
 import { TEST_DATABASE_URL } from '../support/env.js'
 import { MAX_CAUSATION_DEPTH } from '../../lib/automation/index.js'
@@ -63,6 +63,10 @@ describe('automation engine with worker processes', { timeout: 300_000 }, () => 
     }, ms, `run ${runId} to finish`)
   }
 
+  async function flushAuditOf (c: Client): Promise<void> {
+    await flushAudit(s.db, (await c.get('/v1/auth/me')).body.tenant)
+  }
+
   async function trigger (slug: string, token: string, body: unknown): Promise<string> {
     const res = await s.request('POST', `/v1/automation/triggers/${slug}`, { token, body })
     assert.equal(res.status, 202, res.text)
@@ -87,6 +91,14 @@ describe('automation engine with worker processes', { timeout: 300_000 }, () => 
     assert.equal(now.workflowState, 'review')
     const history = (await c.get(`/v1/objects/${o.id}/history`)).body.items
     assert.equal(history.at(-1).actor.sub, `automation:${rule.id}`)
+    const metrics = (await s.request('GET', '/metrics')).text
+    assert.match(metrics, new RegExp(`automation_rules_executed_total\\{ruleId="${rule.id}"\\} 1\\b`))
+    assert.match(metrics, /job_queue_depth\{queue="automation.run",state="created"\} \d+/)
+    assert.match(metrics, /job_latency_seconds_count\{queue="automation.run"\} [1-9]/)
+    await flushAuditOf(c)
+    const audit = (await c.get(`/v1/audit/events?type=automation.executed&resourceId=${rule.id}`)).body.items
+    assert.equal(audit.length, 1)
+    assert.equal(audit[0].data.runId, runId)
   })
 
   it('geofencing: a position inside the zone transitions the object, one outside is skipped with conditionResult false', async () => {
