@@ -18,6 +18,12 @@ import type { Config } from '../lib/config.js'
 // The automation engine's share of a worker: its outbox consumer and one registration per queue.
 // Every worker runs all of them; pg-boss hands each job to one worker (SKIP LOCKED).
 
+/**
+ * Four fetch loops of up to 4 runs each; while fetches come back full they fetch again at once
+ * (pg-boss otherwise waits a polling interval after every fetch, about 8 runs/s per worker).
+ */
+export const RUN_WORK_OPTIONS = { pollingIntervalSeconds: 0.5, batchSize: 4, localConcurrency: 4, burstWhenBatchFull: true } as const
+
 /** pg-boss's scheduler as lib/automation sees it: one schedule per rule, keyed by the rule id. */
 function scheduler (boss: PgBoss): automation.Scheduler {
   return {
@@ -26,10 +32,11 @@ function scheduler (boss: PgBoss): automation.Scheduler {
   }
 }
 
-export async function startAutomation (rt: Runtime, config: Readonly<Config>, log: Logger, jobs: JobSender): Promise<void> {
+/** Registers the automation queues; returns a function that wakes this process's run worker. */
+export async function startAutomation (rt: Runtime, config: Readonly<Config>, log: Logger, jobs: JobSender): Promise<() => void> {
   const deps: automation.EngineDeps = { db: rt.db, config, log, jobs, sequencer: rt.sequencer }
   outboxConsumers.push(automation.eventConsumer(jobs))
-  await rt.boss.work<AutomationRunPayload>(AUTOMATION_RUN.name, { pollingIntervalSeconds: 0.5, batchSize: 1, localConcurrency: 4 },
+  const runWorker = await rt.boss.work<AutomationRunPayload>(AUTOMATION_RUN.name, RUN_WORK_OPTIONS,
     batch => handleAutomationRun(deps, batch))
   await rt.boss.work<WebhookDeliverPayload>(WEBHOOK_DELIVER.name, { pollingIntervalSeconds: 0.5, batchSize: 1, localConcurrency: 8 },
     batch => handleWebhookDeliver(deps, batch))
@@ -39,4 +46,5 @@ export async function startAutomation (rt: Runtime, config: Readonly<Config>, lo
     batch => handleScheduleSync(deps, scheduler(rt.boss), batch))
   await rt.boss.work(AUTOMATION_PRUNE.name, { pollingIntervalSeconds: 5, batchSize: 1 }, () => handleAutomationPrune(deps))
   await rt.boss.schedule(AUTOMATION_PRUNE.name, '17 * * * *', {}, { key: 'retention', singletonKey: 'retention' })
+  return () => rt.boss.notifyWorker(runWorker)
 }

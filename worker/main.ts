@@ -17,14 +17,22 @@ const log = createLogger('worker', config.logLevel)
 const rt = await startRuntimeOrExit(config, log, { worker: true })
 await createQueues(rt.boss)
 
-await rt.boss.work<OutboxDispatchPayload>(OUTBOX_DISPATCH.name, { pollingIntervalSeconds: 1, batchSize: 1 }, jobs => handleOutboxDispatch(rt.db, log, jobs))
-await startAutomation(rt, config, log, pgBossSender(rt.boss))
+// A dispatch that queued automation runs wakes this process's run worker at once (event-to-run
+// latency), instead of leaving them to its next poll.
+let wakeRuns = () => {}
+const dispatchWorker = await rt.boss.work<OutboxDispatchPayload>(OUTBOX_DISPATCH.name, { pollingIntervalSeconds: 1, batchSize: 1 },
+  jobs => handleOutboxDispatch(rt.db, log, jobs).then(() => wakeRuns()))
+wakeRuns = await startAutomation(rt, config, log, pgBossSender(rt.boss))
 
 // Poll the pending-outbox index once a second and wake a dispatch (coalesced by singletonKey
 // across all workers), so events are delivered within about a second of their commit.
 const poll = setInterval(() => {
   outbox.hasPending(rt.db)
-    .then(pending => pending ? rt.boss.send(OUTBOX_DISPATCH.name, {}, { singletonKey: 'outbox', singletonSeconds: 1 }) : null)
+    .then(async pending => {
+      if (!pending) return
+      await rt.boss.send(OUTBOX_DISPATCH.name, {}, { singletonKey: 'outbox', singletonSeconds: 1 })
+      rt.boss.notifyWorker(dispatchWorker)
+    })
     .catch(err => log.error({ err }, 'outbox poll failed'))
 }, 1000)
 onShutdown(log, async () => {
