@@ -3,12 +3,11 @@ import assert from 'node:assert/strict'
 import { createHmac, randomUUID } from 'node:crypto'
 import pg from 'pg'
 import { startServer, newTenant, publishedType, flushAudit, type TestServer, type Client } from '../support/harness.js'
-import { startWorker, startReceiver, waitUntil, type Receiver, type Reply, type WorkerProcess } from '../support/automation.js'
-import { TEST_DATABASE_URL } from '../support/env.js'
+import { scratchDatabase, startReceiver, startWorker as startWorkerOn, waitUntil, type Receiver, type Reply, type WorkerProcess } from '../support/automation.js'
 import { MAX_CAUSATION_DEPTH } from '../../lib/automation/index.js'
 
 // The engine end to end: the real API (ingress and REST), two real worker processes
-// (node --import tsx worker/main.ts) on the test database, and a local receiver on 127.0.0.1.
+// (node --import tsx worker/main.ts) on a database of their own, and a local receiver on 127.0.0.1.
 
 const zone = { type: 'Polygon', coordinates: [[[13, 52], [14, 52], [14, 53], [13, 53], [13, 52]]] }
 
@@ -24,15 +23,19 @@ describe('automation engine with worker processes', { timeout: 300_000 }, () => 
   let s: TestServer
   let workers: WorkerProcess[] = []
   const receivers: Receiver[] = []
+  let database: Awaited<ReturnType<typeof scratchDatabase>>
+  const startWorker = () => startWorkerOn({ DATABASE_URL: database.url })
 
   before(async () => {
-    s = await startServer({}, { jobs: true })
+    database = await scratchDatabase()
+    s = await startServer({ DATABASE_URL: database.url }, { jobs: true })
     workers = await Promise.all([startWorker(), startWorker()])
   })
   after(async () => {
     await Promise.all(workers.map(w => w.stop()))
     for (const r of receivers) await r.close()
-    await s.close()
+    await s?.close()
+    await database?.drop()
   })
 
   async function receiver (...replies: Reply[]): Promise<Receiver> {
@@ -286,7 +289,7 @@ describe('automation engine with worker processes', { timeout: 300_000 }, () => 
     const { c, typeId } = await setup()
     const o = (await c.post('/v1/objects', { typeId })).body
     const rule = await activeRule(c, { trigger: { type: 'webhook', slug: 'kill' }, effect: { type: 'workflow.transition', targetState: 'review', objectId: '{{payload.id}}' } })
-    const locker = new pg.Client({ connectionString: TEST_DATABASE_URL })
+    const locker = new pg.Client({ connectionString: database.url })
     await locker.connect()
     try {
       // Hold the object's row so the worker's run blocks inside its transaction.

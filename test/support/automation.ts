@@ -4,6 +4,13 @@ import { once } from 'node:events'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { AddressInfo } from 'node:net'
+import { randomBytes } from 'node:crypto'
+import pg from 'pg'
+import { PgBoss } from 'pg-boss'
+import { createDb } from '../../lib/db.js'
+import { recordRelease } from '../../lib/release/index.js'
+import { packageVersion } from '../../lib/release/version.js'
+import { migrateLatest } from '../../db/knex.js'
 import { TEST_DATABASE_URL, TEST_JWT_SECRET } from './env.js'
 
 // What the automation tests share: real worker processes on the test database, and a local
@@ -24,6 +31,35 @@ export const WORKER_ENV = {
   WEBHOOK_TIMEOUT_SECONDS: '2',
   WORKER_SUPERVISE_SECONDS: '2',
   LOG_LEVEL: 'info'
+}
+
+async function adminQuery (sql: string): Promise<void> {
+  const c = new pg.Client({ connectionString: Object.assign(new URL(TEST_DATABASE_URL), { pathname: '/postgres' }).toString() })
+  await c.connect()
+  try { await c.query(sql) } finally { await c.end() }
+}
+
+/**
+ * A database of its own, migrated, with pg-boss's schema and the release recorded. Worker
+ * processes claim every tenant's outbox events and jobs, so tests that run them must not share
+ * the test database with tests that drain the outbox themselves.
+ */
+export async function scratchDatabase (): Promise<{ url: string, drop: () => Promise<void> }> {
+  const name = `spatial_test_automation_e2e_${randomBytes(4).toString('hex')}`
+  const url = Object.assign(new URL(TEST_DATABASE_URL), { pathname: `/${name}` }).toString()
+  await adminQuery(`CREATE DATABASE "${name}"`)
+  const db = createDb(url, { poolMax: 2 })
+  try {
+    await migrateLatest(db)
+    await recordRelease(db, packageVersion())
+  } finally {
+    await db.destroy()
+  }
+  const boss = new PgBoss({ connectionString: url, schema: 'pgboss', supervise: false, schedule: false })
+  boss.on('error', () => {})
+  await boss.start()
+  await boss.stop({ graceful: false })
+  return { url, drop: () => adminQuery(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`) }
 }
 
 export async function startWorker (env: Record<string, string> = {}): Promise<WorkerProcess> {
