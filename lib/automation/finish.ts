@@ -26,8 +26,8 @@ function changeOf (run: sql.RunRow, patch: Outcome): Change {
 }
 
 async function store (tx: Tx, tenantId: string, run: sql.RunRow, patch: Outcome, final: boolean): Promise<void> {
-  await sql.updateRun(tx, tenantId, run.id, { ...patch, ...(final ? { finished_at: new Date() } : {}) })
-  if (final) await sql.countExecution(tx, tenantId, run.rule_id)
+  if (final) await sql.finishRunRow(tx, tenantId, run.id, patch)
+  else await sql.updateRun(tx, tenantId, run.id, patch)
 }
 
 /**
@@ -35,19 +35,20 @@ async function store (tx: Tx, tenantId: string, run: sql.RunRow, patch: Outcome,
  * whose db is the run's transaction). A final outcome is audited as `automation.executed` and
  * counted; a run that fails for good also emits `automation.run.failed` (rule, run, error), which
  * rules can trigger on, so dead letters can be routed (its causation depth stops loops).
- * When the pipeline refuses before writing anything (an expired license, automation switched
- * off: its before-hooks throw an AppError), the outcome is still stored, without audit or event:
- * a run never stays queued because of the very refusal it records.
+ * When the pipeline refuses (an expired license, automation switched off: its hooks throw an
+ * AppError), the outcome is still stored, without audit or event: a run never stays queued
+ * because of the very refusal it records.
  */
 export async function finishRun (ctx: ServiceContext, run: sql.RunRow, patch: Outcome): Promise<void> {
   const final = FINAL.has(patch.status)
   try {
-    // In a savepoint, so a refusal from an in-transaction hook leaves nothing half written.
-    await (ctx.db as Tx).transaction(sp => runWrite({ ...ctx, db: sp }, { resource: 'automationRules', action: 'execute' }, async w => {
+    await runWrite(ctx, { resource: 'automationRules', action: 'execute' }, async w => {
       await store(w.tx, ctx.tenantId, run, patch, final)
       if (final) w.record(changeOf(run, patch))
-    }))
+    })
   } catch (err) {
+    // A refusal after the store (an in-transaction hook) leaves the same outcome written; storing
+    // it again changes nothing and counts nothing twice (finishRunRow writes unfinished runs only).
     if (!isAppError(err)) throw err
     await store(ctx.db as Tx, ctx.tenantId, run, patch, final)
   }

@@ -218,9 +218,17 @@ export async function ruleForIngress (db: Queryable, tenantId: string, ruleId: s
   return r.rows[0] ?? null
 }
 
-export async function countExecution (tx: Tx, tenantId: string, ruleId: string): Promise<void> {
-  await tx.raw(`INSERT INTO automation_rule_stats (tenant_id, rule_id, executed) VALUES (?, ?, 1)
-    ON CONFLICT (tenant_id, rule_id) DO UPDATE SET executed = automation_rule_stats.executed + 1`, [tenantId, ruleId])
+/**
+ * Writes a run's final outcome and counts the execution, in one statement. Only a run not yet
+ * finished is written and counted, so writing the same outcome twice counts it once.
+ */
+export async function finishRunRow (tx: Tx, tenantId: string, id: string, patch: Partial<Omit<RunRow, 'tenant_id' | 'id'>>): Promise<void> {
+  const row: Record<string, unknown> = { finished_at: new Date() }
+  for (const [k, v] of Object.entries(patch)) row[k] = JSON_COLUMNS.has(k) && v !== null ? JSON.stringify(v) : v
+  const update = tx('automation_runs').where({ tenant_id: tenantId, id }).whereNull('finished_at').update(row).returning('rule_id').toSQL()
+  await tx.raw(`WITH u AS (${update.sql})
+    INSERT INTO automation_rule_stats (tenant_id, rule_id, executed) SELECT ?, rule_id, 1 FROM u
+    ON CONFLICT (tenant_id, rule_id) DO UPDATE SET executed = automation_rule_stats.executed + 1`, [...update.bindings, tenantId])
 }
 
 /** Every rule's execution count (a metrics scrape; one row per rule that ever ran). */
