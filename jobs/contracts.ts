@@ -19,4 +19,70 @@ export const OUTBOX_DISPATCH = {
 
 export interface OutboxDispatchPayload { tenantId?: string }
 
-export const QUEUES: QueueContract[] = [OUTBOX_DISPATCH]
+// Automation (lib/automation). Payloads carry ids only: the run row holds everything else, so a
+// retried or duplicated job re-reads the truth and the run's unique trigger key keeps effects once.
+const tenantRun = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['tenantId', 'runId'],
+  properties: { tenantId: { type: 'string' }, runId: { type: 'string', format: 'uuid' } }
+} as const
+const tenantRule = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['tenantId', 'ruleId'],
+  properties: { tenantId: { type: 'string' }, ruleId: { type: 'string', format: 'uuid' } }
+} as const
+
+/** One rule run: match -> condition -> effect. pg-boss retries only infrastructure failures. */
+export const AUTOMATION_RUN = {
+  name: 'automation.run',
+  payload: tenantRun,
+  // Short: a run is one short transaction, and a run job that expires while still running is
+  // harmless (the retry waits on the run's row lock, then finds it done).
+  options: { retryLimit: 5, retryDelay: 1, retryBackoff: true, retryDelayMax: 30, expireInSeconds: 15 }
+} as const satisfies QueueContract
+export interface AutomationRunPayload { tenantId: string, runId: string }
+
+/**
+ * One outgoing webhook attempt. The next attempt is a new job sent with startAfter 1 s, 2 s, 4 s...
+ * (CONTRACT's exact backoff; pg-boss's own backoff is jittered), so pg-boss retries here only cover
+ * a worker that died mid-attempt.
+ */
+export const WEBHOOK_DELIVER = {
+  name: 'webhook.deliver',
+  payload: {
+    type: 'object',
+    additionalProperties: false,
+    required: ['tenantId', 'runId', 'attempt'],
+    properties: { ...tenantRun.properties, attempt: { type: 'integer', minimum: 1 } }
+  },
+  // Longer than an attempt's 30 s timeout; a re-sent attempt carries the same Idempotency-Key.
+  options: { retryLimit: 3, retryDelay: 1, retryBackoff: false, expireInSeconds: 45 }
+} as const satisfies QueueContract
+export interface WebhookDeliverPayload { tenantId: string, runId: string, attempt: number }
+
+/** A schedule tick of one rule, sent by pg-boss's scheduler (schedule key = rule id). */
+export const AUTOMATION_TICK = {
+  name: 'automation.tick',
+  payload: tenantRule,
+  options: { retryLimit: 3, retryDelay: 1, retryBackoff: true, expireInSeconds: 60 }
+} as const satisfies QueueContract
+export interface AutomationTickPayload { tenantId: string, ruleId: string }
+
+/** Brings a rule's pg-boss schedule in line with the rule (sent on publish, deactivate, delete). */
+export const AUTOMATION_SCHEDULE_SYNC = {
+  name: 'automation.schedule-sync',
+  payload: tenantRule,
+  options: { retryLimit: 5, retryDelay: 1, retryBackoff: true, expireInSeconds: 60 }
+} as const satisfies QueueContract
+export type AutomationScheduleSyncPayload = AutomationTickPayload
+
+/** Retention: prunes finished runs by age (scheduled hourly by the worker). */
+export const AUTOMATION_PRUNE = {
+  name: 'automation.prune',
+  payload: { type: 'object', additionalProperties: false, properties: {} },
+  options: { retryLimit: 2, retryDelay: 60, retryBackoff: false, expireInSeconds: 900 }
+} as const satisfies QueueContract
+
+export const QUEUES: QueueContract[] = [OUTBOX_DISPATCH, AUTOMATION_RUN, WEBHOOK_DELIVER, AUTOMATION_TICK, AUTOMATION_SCHEDULE_SYNC, AUTOMATION_PRUNE]

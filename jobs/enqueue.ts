@@ -3,9 +3,15 @@ import type { Knex } from 'knex'
 import type { JobSender } from '../lib/context.js'
 import { QUEUES } from './contracts.js'
 
-/** Creates every queue of the contract (idempotent: createQueue twice is fine). */
+/**
+ * Creates every queue of the contract (idempotent: createQueue twice is fine) and applies the
+ * contract's options to queues that already exist, so a changed option takes effect on deploy.
+ */
 export async function createQueues (boss: PgBoss): Promise<void> {
-  for (const q of QUEUES) await boss.createQueue(q.name, { ...q.options })
+  for (const q of QUEUES) {
+    await boss.createQueue(q.name, { ...q.options })
+    await boss.updateQueue(q.name, { ...q.options })
+  }
 }
 
 /** A JobSender over pg-boss that sends inside the caller's knex transaction when given one. */

@@ -26,6 +26,16 @@ export interface Config {
   maxBodyBytes: number
   metricsToken: string | null
   webhookAllowPrivateNetworks: boolean
+  automation: {
+    /** Per outgoing webhook attempt (CONTRACT: 30 s). */
+    webhookTimeoutMs: number
+    /** Succeeded, skipped and dry-run runs are pruned after this many days. */
+    runRetentionDays: number
+    /** Failed runs are kept longer. */
+    failedRunRetentionDays: number
+  }
+  /** How often a worker's pg-boss looks for jobs of dead workers (expired) to hand out again. */
+  workerSuperviseSeconds: number
   /** `async` sequences audit events after commit; `sync` takes the chain head lock inside the write. */
   auditSequencing: 'async' | 'sync'
   release: string
@@ -130,6 +140,12 @@ export function loadConfig (env: Env, release = '0.0.0'): Readonly<Config> {
     maxBodyBytes: int(env, 'MAX_BODY_BYTES', 1024 * 1024, 1024),
     metricsToken,
     webhookAllowPrivateNetworks: bool(env, 'WEBHOOK_ALLOW_PRIVATE_NETWORKS', false),
+    automation: Object.freeze({
+      webhookTimeoutMs: int(env, 'WEBHOOK_TIMEOUT_SECONDS', 30, 1, 300) * 1000,
+      runRetentionDays: int(env, 'AUTOMATION_RUN_RETENTION_DAYS', 7, 1),
+      failedRunRetentionDays: int(env, 'AUTOMATION_FAILED_RUN_RETENTION_DAYS', 30, 1)
+    }),
+    workerSuperviseSeconds: int(env, 'WORKER_SUPERVISE_SECONDS', 60, 1, 3600),
     auditSequencing: oneOf(env, 'AUDIT_SEQUENCING', ['async', 'sync'] as const, 'async'),
     release
   })

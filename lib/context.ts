@@ -33,4 +33,8 @@ export interface ServiceContext {
   config: Readonly<Config>
   jobs: JobSender | null
   sequencer: AuditKicker | null
+  /** Set while an automation run applies its effect: stamped on the domain events it causes (loop guard). */
+  causation?: Causation
 }
+
+export interface Causation { depth: number, ruleId: string, runId: string }

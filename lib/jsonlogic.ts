@@ -1,4 +1,6 @@
 import jsonLogic from 'json-logic-js'
+import * as turf from '@turf/turf'
+import type { Feature, Geometry, MultiPolygon, Polygon } from 'geojson'
 
 // `method` (in some json-logic-js versions) calls arbitrary methods on values: never allowed.
 try { jsonLogic.rm_operation('method') } catch { /* absent in this version */ }
@@ -6,9 +8,57 @@ try { jsonLogic.rm_operation('method') } catch { /* absent in this version */ }
 const OPERATORS = new Set([
   '==', '===', '!=', '!==', '>', '>=', '<', '<=', '!!', '!', '%', 'in', 'cat', 'substr', '+', '*', '-', '/',
   'min', 'max', 'merge', 'var', 'missing', 'missing_some', 'if', '?:', 'and', 'or', 'filter', 'map', 'reduce',
-  'all', 'none', 'some'
+  'all', 'none', 'some', 'geoWithin', 'geoDistanceWithin', 'geoIntersects'
 ])
 const MAX_DEPTH = 32
+
+// Geofencing on GeoJSON values that live in no table (a vehicle reporting its position in a
+// webhook payload), evaluated in process with turf (lib/automation/README.md lists them):
+//   {"geoWithin": [a, b]}                 a lies inside b (a point inside a polygon)
+//   {"geoDistanceWithin": [a, b, meters]} a point a is within `meters` of geometry b, on the sphere
+//   {"geoIntersects": [a, b]}             a and b share at least one point
+// Each operand is a GeoJSON geometry or Feature (usually {"var": ...}). A malformed value makes the
+// operation throw, which evaluateLogic reports as an error (callers fail closed).
+function geometryOf (v: unknown, op: string): Geometry {
+  const g = (v !== null && typeof v === 'object' && (v as { type?: unknown }).type === 'Feature') ? (v as { geometry: unknown }).geometry : v
+  if (g === null || typeof g !== 'object' || typeof (g as { type?: unknown }).type !== 'string' || !('coordinates' in g)) {
+    throw new Error(`${op}: operands must be GeoJSON geometries or Features`)
+  }
+  return g as Geometry
+}
+
+function metersToGeometry (point: Geometry, target: Geometry): number {
+  if (point.type !== 'Point') throw new Error('geoDistanceWithin: the first operand must be a Point')
+  const p = point.coordinates as [number, number]
+  switch (target.type) {
+    case 'Point': return turf.distance(p, target.coordinates as [number, number], { units: 'meters' })
+    case 'LineString': return turf.pointToLineDistance(p, turf.lineString(target.coordinates as number[][]), { units: 'meters', method: 'geodesic' })
+    case 'MultiLineString': return Math.min(...(target.coordinates as number[][][]).map(l => turf.pointToLineDistance(p, turf.lineString(l), { units: 'meters', method: 'geodesic' })))
+    case 'Polygon': case 'MultiPolygon':
+      return Math.max(0, turf.pointToPolygonDistance(p, turf.feature(target) as Feature<Polygon | MultiPolygon>, { units: 'meters', method: 'geodesic' }))
+    default: throw new Error(`geoDistanceWithin: unsupported target geometry ${target.type}`)
+  }
+}
+
+jsonLogic.add_operation('geoWithin', (a: unknown, b: unknown) => {
+  const g = geometryOf(a, 'geoWithin')
+  const zone = geometryOf(b, 'geoWithin')
+  if (g.type === 'Point' && (zone.type === 'Polygon' || zone.type === 'MultiPolygon')) return turf.booleanPointInPolygon(g.coordinates as [number, number], zone)
+  return turf.booleanWithin(g, zone)
+})
+jsonLogic.add_operation('geoDistanceWithin', (a: unknown, b: unknown, meters: unknown) => {
+  if (typeof meters !== 'number' || !Number.isFinite(meters) || meters < 0) throw new Error('geoDistanceWithin: the third operand must be meters (a number >= 0)')
+  return metersToGeometry(geometryOf(a, 'geoDistanceWithin'), geometryOf(b, 'geoDistanceWithin')) <= meters
+})
+jsonLogic.add_operation('geoIntersects', (a: unknown, b: unknown) => turf.booleanIntersects(geometryOf(a, 'geoIntersects'), geometryOf(b, 'geoIntersects')))
+
+const GEOJSON_TYPES = new Set(['Point', 'MultiPoint', 'LineString', 'MultiLineString', 'Polygon', 'MultiPolygon', 'GeometryCollection', 'Feature'])
+
+/** A GeoJSON geometry or Feature written inline: data, not an operation (it has several keys). */
+function isGeoJsonLiteral (v: object): boolean {
+  const o = v as Record<string, unknown>
+  return typeof o.type === 'string' && GEOJSON_TYPES.has(o.type) && ('coordinates' in o || 'geometry' in o || 'geometries' in o)
+}
 
 /** Checks a JsonLogic expression is well formed: known operators only, bounded depth. */
 export function checkLogic (rule: unknown, path: string, depth = 0): { path: string, reason: string } | null {
@@ -21,6 +71,7 @@ export function checkLogic (rule: unknown, path: string, depth = 0): { path: str
     return null
   }
   if (rule === null || typeof rule !== 'object') return null
+  if (isGeoJsonLiteral(rule)) return null
   const keys = Object.keys(rule)
   if (keys.length !== 1) return { path, reason: 'a JsonLogic operation is an object with exactly one operator key' }
   const op = keys[0]

@@ -57,7 +57,7 @@ export async function runWrite<T> (ctx: ServiceContext, spec: WriteSpec, operati
     // Audit, outbox and counter rows in one round trip.
     await runStatements(tx, [
       audit.recordStatement(ctx.tenantId, ctx.actor, changes.flatMap(c => c.audit ? [c.audit] : [])),
-      outbox.emitStatement(ctx.tenantId, changes.flatMap(c => c.event ? [c.event] : [])),
+      outbox.emitStatement(ctx.tenantId, changes.flatMap(c => c.event ? [c.event] : []), ctx.causation),
       counters.addStatement(ctx.tenantId, changes.flatMap(c => c.counts ?? []))
     ].filter((s): s is Statement => s !== null))
     for (const hook of writeHooks.inTransaction) await hook(ctx, tx, spec, changes)

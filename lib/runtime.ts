@@ -22,7 +22,7 @@ export async function startRuntime (config: Readonly<Config>, log: Logger, opts:
   const sequencer = new Sequencer(db, err => log.error({ err }, 'audit sequencing failed'))
   sequencer.startSweeping()
   // The API only sends jobs; maintenance and schedules run in the worker.
-  const boss = new PgBoss({ connectionString: config.databaseUrl, schema: 'pgboss', supervise: opts.worker, schedule: opts.worker, migrate: false, max: 5 })
+  const boss = new PgBoss({ connectionString: config.databaseUrl, schema: 'pgboss', supervise: opts.worker, schedule: opts.worker, migrate: false, max: 5, superviseIntervalSeconds: config.workerSuperviseSeconds })
   boss.on('error', err => log.error({ err }, 'pg-boss error'))
   await boss.start()
   let redis: Redis | null = null

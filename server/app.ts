@@ -20,6 +20,8 @@ import { registerWorkflowRoutes } from './routes/workflows.js'
 import { registerRuleRoutes } from './routes/rules.js'
 import { registerRelationRoutes } from './routes/relations.js'
 import { registerQueryRoutes } from './routes/queries.js'
+import { registerAutomationRoutes } from './routes/automation.js'
+import { watchQueues } from '../jobs/metrics.js'
 
 export interface AppDeps {
   config: Readonly<Config>
@@ -41,7 +43,8 @@ export const ROUTE_MODULES: RouteRegistrar[] = [
   registerWorkflowRoutes,
   registerRuleRoutes,
   registerRelationRoutes,
-  registerQueryRoutes
+  registerQueryRoutes,
+  registerAutomationRoutes
 ]
 
 /** Builds the Koa app without listening (tests drive app.callback()). */
@@ -70,6 +73,7 @@ export function createApp (deps: AppDeps): Koa {
     }
   }
   for (const register of ROUTE_MODULES) register(router, guards, deps)
+  watchQueues(deps.db)
 
   app.use(observe(deps.log))
   app.use(errorBodies())

@@ -8,6 +8,8 @@ import { OUTBOX_DISPATCH, type OutboxDispatchPayload } from '../jobs/contracts.j
 import { handleOutboxDispatch } from '../jobs/handlers/outbox-dispatch.js'
 import * as outbox from '../lib/outbox/index.js'
 import * as counters from '../lib/counters/index.js'
+import { pgBossSender } from '../jobs/enqueue.js'
+import { startAutomation } from './automation.js'
 
 // config -> runtime -> queues -> handlers -> schedules; stop on SIGTERM. Scales horizontally:
 // every worker competes for the same pg-boss queues and outbox rows (SKIP LOCKED).
@@ -16,13 +18,22 @@ const log = createLogger('worker', config.logLevel)
 const rt = await startRuntimeOrExit(config, log, { worker: true })
 await createQueues(rt.boss)
 
-await rt.boss.work<OutboxDispatchPayload>(OUTBOX_DISPATCH.name, { pollingIntervalSeconds: 1, batchSize: 1 }, jobs => handleOutboxDispatch(rt.db, log, jobs))
+// A dispatch that queued automation runs wakes this process's run worker at once (event-to-run
+// latency), instead of leaving them to its next poll.
+let wakeRuns = () => {}
+const dispatchWorker = await rt.boss.work<OutboxDispatchPayload>(OUTBOX_DISPATCH.name, { pollingIntervalSeconds: 1, batchSize: 1 },
+  jobs => handleOutboxDispatch(rt.db, log, jobs).then(() => wakeRuns()))
+wakeRuns = await startAutomation(rt, config, log, pgBossSender(rt.boss))
 
 // Poll the pending-outbox index once a second and wake a dispatch (coalesced by singletonKey
 // across all workers), so events are delivered within about a second of their commit.
 const poll = setInterval(() => {
   outbox.hasPending(rt.db)
-    .then(pending => pending ? rt.boss.send(OUTBOX_DISPATCH.name, {}, { singletonKey: 'outbox', singletonSeconds: 1 }) : null)
+    .then(async pending => {
+      if (!pending) return
+      await rt.boss.send(OUTBOX_DISPATCH.name, {}, { singletonKey: 'outbox', singletonSeconds: 1 })
+      rt.boss.notifyWorker(dispatchWorker)
+    })
     .catch(err => log.error({ err }, 'outbox poll failed'))
 }, 1000)
 // Fold counter deltas (lib/counters) so that totals stay index-only sums over a few rows. Two

@@ -1,8 +1,11 @@
-import type { Db } from '../db.js'
+import type { Db, Tx } from '../db.js'
 import * as sql from './sql.js'
 
-/** Something that reacts to domain events (the automation engine registers one). */
-export type OutboxConsumer = (event: sql.OutboxRow) => Promise<void>
+/**
+ * Something that reacts to domain events (the automation engine registers one). It runs inside the
+ * claim's transaction (`tx`): what it writes there commits together with the event's delivery.
+ */
+export type OutboxConsumer = (event: sql.OutboxRow, tx: Tx) => Promise<void>
 
 export interface DeliveryResult { delivered: number, failed: number, pending: number }
 
@@ -18,7 +21,8 @@ export async function claimAndDeliver (db: Db, consumers: OutboxConsumer[], limi
   await db.transaction(async tx => {
     for (const row of await sql.claimPending(tx, limit, tenantId)) {
       try {
-        for (const consume of consumers) await consume(row)
+        // A savepoint per event: a failing consumer's writes roll back, the claim goes on.
+        await tx.transaction(async sp => { for (const consume of consumers) await consume(row, sp) })
         await sql.markDelivered(tx, row)
         delivered++
       } catch (err) {

@@ -1,4 +1,5 @@
 import type { Statement } from '../db.js'
+import type { Causation } from '../context.js'
 import * as sql from './sql.js'
 
 // Domain events (CONTRACT "Automation": object.*, relation.*), written in the same transaction as
@@ -10,7 +11,12 @@ export type { DomainEvent, OutboxRow } from './sql.js'
 export { claimAndDeliver, type OutboxConsumer, type DeliveryResult } from './deliver.js'
 export { hasPending } from './sql.js'
 
-/** The statement that queues domain events; the write pipeline runs it in the write's transaction. */
-export function emitStatement (tenantId: string, events: sql.DomainEvent[]): Statement | null {
-  return events.length === 0 ? null : sql.emitStatement(tenantId, events)
+/**
+ * The statement that queues domain events; the write pipeline runs it in the write's transaction.
+ * Events caused by an automation run carry `payload.causation` ({depth, ruleId, runId}), which
+ * the automation engine reads to stop rules that trigger themselves.
+ */
+export function emitStatement (tenantId: string, events: sql.DomainEvent[], causation?: Causation): Statement | null {
+  if (events.length === 0) return null
+  return sql.emitStatement(tenantId, causation === undefined ? events : events.map(e => ({ ...e, payload: { ...(e.payload as object), causation } })))
 }

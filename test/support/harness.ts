@@ -12,6 +12,8 @@ import { computePermissions } from '../../lib/access/index.js'
 import type { ServiceContext } from '../../lib/context.js'
 import { packageVersion } from '../../lib/release/version.js'
 import { createApp } from '../../server/app.js'
+import { PgBoss } from 'pg-boss'
+import { createQueues, pgBossSender } from '../../jobs/enqueue.js'
 import { TEST_DATABASE_URL, TEST_JWT_SECRET } from './env.js'
 
 export const silentLog = createLogger('test', 'error')
@@ -70,6 +72,8 @@ export interface ServerOptions {
   redis?: boolean
   /** The app's logger (default: silent); tests capture log lines through createLogger's stream. */
   log?: Logger
+  /** true: the app sends jobs through a real pg-boss on the test database (default: no job sender). */
+  jobs?: boolean
 }
 
 /** The real app on a real socket (127.0.0.1, random port) over the real test database. */
@@ -78,7 +82,8 @@ export async function startServer (env: Record<string, string> = {}, opts: Serve
   const redis = opts.redis === true ? await connectRedis(config.redisUrl ?? 'redis://127.0.0.1:6379') : null
   const db = createDb(config.databaseUrl, { poolMax: 30 })
   const sequencer = new Sequencer(db, () => {})
-  const app = createApp({ config, db, log: opts.log ?? silentLog, sequencer, jobs: null, redis })
+  const boss = opts.jobs === true ? await startBoss(config.databaseUrl) : null
+  const app = createApp({ config, db, log: opts.log ?? silentLog, sequencer, jobs: boss ? pgBossSender(boss) : null, redis })
   const server = http.createServer(app.callback())
   await new Promise<void>(resolve => server.listen(0, '127.0.0.1', resolve))
   const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
@@ -113,10 +118,20 @@ export async function startServer (env: Record<string, string> = {}, opts: Serve
     async close () {
       await new Promise<void>(resolve => server.close(() => resolve()))
       await sequencer.stop()
+      await boss?.stop({ graceful: false })
       await db.destroy()
       await redis?.quit()
     }
   }
+}
+
+/** A sending-only pg-boss (no maintenance, no schedules) with every queue of jobs/contracts.ts. */
+async function startBoss (databaseUrl: string): Promise<PgBoss> {
+  const boss = new PgBoss({ connectionString: databaseUrl, schema: 'pgboss', supervise: false, schedule: false, migrate: false, max: 3 })
+  boss.on('error', () => { /* a test asserts on outcomes, not on pg-boss's log */ })
+  await boss.start()
+  await createQueues(boss)
+  return boss
 }
 
 async function connectRedis (url: string): Promise<Redis> {

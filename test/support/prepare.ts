@@ -1,4 +1,5 @@
 import pg from 'pg'
+import { PgBoss } from 'pg-boss'
 import { createDb } from '../../lib/db.js'
 import { recordRelease } from '../../lib/release/index.js'
 import { packageVersion } from '../../lib/release/version.js'
@@ -19,4 +20,9 @@ const db = createDb(TEST_DATABASE_URL, { poolMax: 2 })
 const applied = await migrateLatest(db)
 await recordRelease(db, packageVersion())
 await db.destroy()
+// pg-boss's schema, as db/setup.ts installs it: tests that send jobs or start workers need it.
+const boss = new PgBoss({ connectionString: TEST_DATABASE_URL, schema: 'pgboss', supervise: false, schedule: false })
+boss.on('error', () => {})
+await boss.start()
+await boss.stop({ graceful: false })
 process.stdout.write(`test database ${dbName} ready (${applied.length} migration(s) applied)\n`)

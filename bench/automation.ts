@@ -1,0 +1,165 @@
+import { spawn, type ChildProcess } from 'node:child_process'
+import { once } from 'node:events'
+import { PgBoss } from 'pg-boss'
+import type { Db } from '../lib/db.js'
+import { benchTenant, compare, row, throughput } from './support.js'
+import { RUN_WORK_OPTIONS } from '../worker/automation.js'
+
+// Automation end to end (issue 13, item 9): runs per second from ingress 202 to the effect
+// committed, with one and with two worker processes, against pg-boss's own send -> work rate in
+// the same run (the automation.run worker's own work options, RUN_WORK_OPTIONS). Then event-to-run latency at low load against pg-boss's own send -> start latency.
+
+export interface AutomationBenchEnv {
+  db: Db
+  databaseUrl: string
+  baseUrl: string
+  tokenFor: (tenant: string) => string
+  /** Environment of the worker processes. */
+  env: Record<string, string | undefined>
+  rounds: number
+}
+
+const RUNS = Number(process.env.BENCH_AUTOMATION_RUNS ?? 400)
+const CLIENTS = 16
+const BASELINE_QUEUE = 'bench.noop'
+
+async function startWorkers (env: AutomationBenchEnv['env'], n: number): Promise<ChildProcess[]> {
+  return Promise.all(Array.from({ length: n }, async () => {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'worker/main.ts'], { env: { ...env, LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'inherit'] })
+    let out = ''
+    child.stdout!.on('data', d => { out += String(d) })
+    for (let i = 0; i < 300 && !/worker started/.test(out); i++) await new Promise(r => setTimeout(r, 100))
+    return child
+  }))
+}
+
+async function stopWorkers (workers: ChildProcess[]): Promise<void> {
+  await Promise.all(workers.map(async w => { w.kill('SIGTERM'); await once(w, 'exit') }))
+}
+
+async function post (env: AutomationBenchEnv, path: string, token: string, body: unknown): Promise<any> {
+  const res = await fetch(env.baseUrl + path, { method: 'POST', headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' }, body: JSON.stringify(body) })
+  const text = await res.text()
+  if (res.status >= 300) throw new Error(`${path}: ${res.status} ${text}`)
+  return JSON.parse(text)
+}
+
+interface Fixture { tenant: string, token: string, ruleId: string, webhookToken: string, objectIds: string[] }
+
+/** A type with a workflow-less object pool and an active rule: webhook -> object.update. */
+async function fixture (env: AutomationBenchEnv): Promise<Fixture> {
+  const tenant = benchTenant('automation')
+  const token = env.tokenFor(tenant)
+  const type = await post(env, '/v1/object-types', token, { key: 'probe', name: 'Probe', attributeSchema: { type: 'object', properties: { n: { type: 'number' } } } })
+  await post(env, `/v1/object-types/${type.id}/publish`, token, { to: 'published' })
+  const objectIds: string[] = []
+  for (let i = 0; i < 64; i++) objectIds.push((await post(env, '/v1/objects', token, { typeId: type.id, attributes: { n: 0 } })).id)
+  const rule = await post(env, '/v1/automation/rules', token, {
+    name: 'bench', trigger: { type: 'webhook', slug: 'bench' },
+    effect: { type: 'object.update', objectId: '{{payload.id}}', attributes: { n: '{{payload.n}}' } }
+  })
+  await post(env, `/v1/automation/rules/${rule.id}/publish`, token, { to: 'active' })
+  return { tenant, token, ruleId: rule.id, webhookToken: rule.webhookToken, objectIds }
+}
+
+async function finished (db: Db, f: Fixture): Promise<number> {
+  const r = await db.raw("SELECT count(*)::int AS n FROM automation_runs WHERE tenant_id = ? AND rule_id = ? AND status IN ('succeeded', 'failed')", [f.tenant, f.ruleId])
+  return r.rows[0].n
+}
+
+/** RUNS ingress calls from CLIENTS clients; runs/s until the last run's effect is committed. */
+async function endToEnd (env: AutomationBenchEnv, f: Fixture): Promise<number> {
+  const before = await finished(env.db, f)
+  const t0 = process.hrtime.bigint()
+  await throughput(RUNS, CLIENTS, async i => {
+    await post(env, '/v1/automation/triggers/bench', f.webhookToken, { id: f.objectIds[i % f.objectIds.length], n: i })
+  })
+  while (await finished(env.db, f) < before + RUNS) await new Promise(r => setTimeout(r, 20))
+  return RUNS / (Number(process.hrtime.bigint() - t0) / 1e9)
+}
+
+/** pg-boss alone: RUNS sends from CLIENTS senders, worked by `workers` in-process workers. */
+async function bossRate (boss: PgBoss, workers: number): Promise<number> {
+  let done = 0
+  const ids = await Promise.all(Array.from({ length: workers }, () => boss.work(BASELINE_QUEUE, RUN_WORK_OPTIONS, async jobs => { done += jobs.length })))
+  const t0 = process.hrtime.bigint()
+  await throughput(RUNS, CLIENTS, async i => { await boss.send(BASELINE_QUEUE, { i }) })
+  while (done < RUNS) await new Promise(r => setTimeout(r, 20))
+  const rate = RUNS / (Number(process.hrtime.bigint() - t0) / 1e9)
+  for (const id of ids) await boss.offWork(BASELINE_QUEUE, { id })
+  return rate
+}
+
+function percentile (xs: number[], p: number): number {
+  const s = [...xs].sort((a, b) => a - b)
+  return s[Math.min(s.length - 1, Math.floor(p * s.length))]
+}
+
+/** Event -> run start at low load: one PATCH at a time, a rule on object.updated. */
+async function eventLatency (env: AutomationBenchEnv, f: Fixture, samples: number): Promise<number[]> {
+  const rule = await post(env, '/v1/automation/rules', f.token, { name: 'latency', trigger: { type: 'object.event', events: ['object.updated'] }, effect: { type: 'webhook', url: 'http://127.0.0.1:9/' } })
+  await post(env, `/v1/automation/rules/${rule.id}/publish`, f.token, { to: 'sandbox' })
+  const id = f.objectIds[0]
+  for (let i = 0; i < samples; i++) {
+    const current = await (await fetch(`${env.baseUrl}/v1/objects/${id}`, { headers: { Authorization: `Bearer ${f.token}` } })).json() as { version: number }
+    await fetch(`${env.baseUrl}/v1/objects/${id}`, { method: 'PATCH', headers: { Authorization: `Bearer ${f.token}`, 'Content-Type': 'application/json', 'If-Match': String(current.version) }, body: JSON.stringify({ attributes: { n: -i } }) })
+    const want = i + 1
+    for (;;) {
+      const r = await env.db.raw('SELECT count(*)::int AS n FROM automation_runs WHERE tenant_id = ? AND rule_id = ? AND finished_at IS NOT NULL', [f.tenant, rule.id])
+      if (r.rows[0].n >= want) break
+      await new Promise(r => setTimeout(r, 10))
+    }
+    await new Promise(r => setTimeout(r, 100 + Math.random() * 400))
+  }
+  const r = await env.db.raw(`
+    SELECT extract(epoch FROM r.started_at - e.created_at)::float8 AS s FROM automation_runs r
+    JOIN outbox_events e ON e.tenant_id = r.tenant_id AND e.id = (r.trigger->>'eventId')::uuid
+    WHERE r.tenant_id = ? AND r.rule_id = ?`, [f.tenant, rule.id])
+  return r.rows.map((x: { s: number }) => x.s * 1000)
+}
+
+async function bossLatency (boss: PgBoss, samples: number): Promise<number[]> {
+  const waits: number[] = []
+  let sentAt = 0
+  let resolve: () => void = () => {}
+  const id = await boss.work(BASELINE_QUEUE, { pollingIntervalSeconds: 0.5, batchSize: 1 }, async () => { waits.push(Date.now() - sentAt); resolve() })
+  for (let i = 0; i < samples; i++) {
+    const got = new Promise<void>(r => { resolve = r })
+    sentAt = Date.now()
+    await boss.send(BASELINE_QUEUE, { i })
+    await got
+    await new Promise(r => setTimeout(r, 100 + Math.random() * 400))
+  }
+  await boss.offWork(BASELINE_QUEUE, { id })
+  return waits
+}
+
+export async function benchAutomation (env: AutomationBenchEnv, print: (line: string) => void): Promise<void> {
+  const boss = new PgBoss({ connectionString: env.databaseUrl, schema: 'pgboss', supervise: false, schedule: false, migrate: false, max: 10 })
+  boss.on('error', () => {})
+  await boss.start()
+  await boss.createQueue(BASELINE_QUEUE, { retryLimit: 0 })
+  const f = await fixture(env)
+  try {
+    for (const n of [1, 2]) {
+      const workers = await startWorkers(env.env, n)
+      try {
+        print(row(`automation runs/s, ingress -> effect, ${n} worker(s)`, await compare(env.rounds, () => endToEnd(env, f), () => bossRate(boss, n)), 'runs/s'))
+        if (n === 1) {
+          const samples = Number(process.env.BENCH_LATENCY_SAMPLES ?? 20)
+          const ours = await eventLatency(env, f, samples)
+          const theirs = await bossLatency(boss, samples)
+          for (const p of [0.5, 0.95, 0.99]) {
+            const a = percentile(ours, p)
+            const b = percentile(theirs, p)
+            print(`event -> run start p${String(p * 100).padEnd(2)} (vs pg-boss send -> start)  ${a.toFixed(0).padStart(8)} ms     vs ${b.toFixed(0).padStart(8)} ms     ratio ${(a / b).toFixed(2)} (lower is better)`)
+          }
+        }
+      } finally {
+        await stopWorkers(workers)
+      }
+    }
+  } finally {
+    await boss.stop({ graceful: false })
+  }
+}

@@ -1,0 +1,68 @@
+import { Gauge, Histogram } from 'prom-client'
+import { automationRulesExecutedTotal, registry } from '../lib/metrics.js'
+import { executionCounts } from '../lib/automation/index.js'
+import type { Db } from '../lib/db.js'
+import { QUEUES } from './contracts.js'
+
+// What an operator scales the worker fleet by, read from pg-boss's tables at scrape time by the
+// process that serves /metrics (the API; workers have no port), so the figures cover the whole
+// fleet: jobs waiting per queue and state, and how long jobs waited between being due and a
+// worker starting them.
+
+let source: Db | null = null
+let since = new Date()
+
+/** The pool the collectors read through (the API calls this once with its pool). */
+export function watchQueues (db: Db): void {
+  source = db
+}
+
+const names = () => QUEUES.map(q => q.name)
+
+export const jobQueueDepth = new Gauge({
+  name: 'job_queue_depth',
+  help: 'Jobs not finished yet, per queue and state (created = waiting, retry = waiting to retry, active = running)',
+  labelNames: ['queue', 'state'] as const,
+  registers: [registry],
+  async collect () {
+    if (source === null) return
+    const r = await source.raw(`
+      SELECT name, state::text AS state, count(*)::int AS n FROM pgboss.job
+      WHERE name = ANY(?::text[]) AND state < 'completed' GROUP BY name, state`, [names()]).catch(() => null)
+    if (r === null) return
+    this.reset()
+    for (const q of names()) for (const st of ['created', 'retry', 'active']) this.set({ queue: q, state: st }, 0)
+    for (const row of r.rows as Array<{ name: string, state: string, n: number }>) this.set({ queue: row.name, state: row.state }, row.n)
+  }
+})
+
+export const jobLatency = new Histogram({
+  name: 'job_latency_seconds',
+  help: 'Seconds from a job being due (created, or its startAfter) to a worker starting it, for jobs started since the previous scrape',
+  labelNames: ['queue'] as const,
+  buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300],
+  registers: [registry],
+  async collect () {
+    if (source === null) return
+    const from = since
+    const r = await source.raw(`
+      SELECT name, started_on, extract(epoch FROM started_on - greatest(created_on, start_after))::float8 AS s FROM pgboss.job
+      WHERE name = ANY(?::text[]) AND state >= 'active' AND started_on > ? ORDER BY started_on LIMIT 10000`, [names(), from]).catch(() => null)
+    if (r === null) return
+    for (const row of r.rows as Array<{ name: string, started_on: Date, s: number }>) {
+      this.observe({ queue: row.name }, Math.max(0, row.s))
+      if (row.started_on > since) since = row.started_on
+    }
+  }
+})
+
+// automation_rules_executed_total{ruleId}: runs finish in workers, so the API reads the counts
+// each run's transaction keeps (automation_rule_stats). The counter is declared in lib/metrics.ts;
+// prom-client calls a metric's `collect` before each exposition (typed only as a constructor option).
+;(automationRulesExecutedTotal as unknown as { collect: (this: typeof automationRulesExecutedTotal) => Promise<void> }).collect = async function () {
+  if (source === null) return
+  const rows = await executionCounts(source).catch(() => null)
+  if (rows === null) return
+  this.reset()
+  for (const r of rows) this.inc({ ruleId: r.rule_id }, Number(r.executed))
+}

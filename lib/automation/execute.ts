@@ -1,0 +1,167 @@
+import { performance } from 'node:perf_hooks'
+import type { ServiceContext } from '../context.js'
+import { isAppError } from '../errors.js'
+import { withTransaction, type Tx } from '../db.js'
+import { evaluateLogic, truthy } from '../jsonlogic.js'
+import * as objects from '../objects/index.js'
+import * as workflows from '../workflows/index.js'
+import { WEBHOOK_DELIVER } from '../../jobs/contracts.js'
+import * as sql from './sql.js'
+import type { Effect, RuleContent } from './definition.js'
+import { evaluateMatches, type MatchSpec } from './match.js'
+import { render, renderText, TemplateError, type TemplateScope } from './templates.js'
+import { ruleContext } from './context.js'
+import { finishRun, type Step } from './finish.js'
+import { redactHeaders } from './http.js'
+
+// One run: match -> condition -> effect, in ONE transaction that holds the run row. A database
+// effect (transition, update) runs in a savepoint of that transaction through the same services
+// as REST, so it commits together with the run's success or not at all; a run that is no longer
+// `queued` when its job arrives (a redelivery, a raced worker) is left alone.
+
+type Outcome = { status: sql.RunStatus, error?: { code: string, message: string }, extra?: Partial<sql.RunRow> }
+
+function step (phase: Step['phase'], t0: number, ok: boolean, detail: unknown): Step {
+  return { phase, ok, detail, durationMs: Math.round((performance.now() - t0) * 1000) / 1000 }
+}
+
+function failure (err: unknown): { code: string, message: string } | null {
+  if (err instanceof TemplateError) return { code: 'TEMPLATE_ERROR', message: err.message }
+  // A concurrent change to the object is worth another try (the job is retried), not a failure.
+  if (isAppError(err) && err.code !== 'VERSION_CONFLICT') return { code: err.code, message: err.message }
+  return null
+}
+
+/** The object a database effect acts on: the objectId template, or the triggering object. */
+function targetId (effect: Extract<Effect, { objectId?: string }>, scope: TemplateScope): string {
+  if (effect.objectId !== undefined) return renderText(effect.objectId, scope, 'effect.objectId')
+  const id = (scope.object as { id?: unknown } | null)?.id
+  if (typeof id !== 'string') throw new TemplateError('object.id', 'effect.objectId')
+  return id
+}
+
+async function applyDbEffect (ctx: ServiceContext, effect: Effect, scope: TemplateScope): Promise<unknown> {
+  if (effect.type === 'workflow.transition') {
+    const o = await workflows.transitionObject(ctx, targetId(effect, scope), { targetState: effect.targetState }, null)
+    return { objectId: o.id, workflowState: o.workflowState, version: o.version }
+  }
+  if (effect.type === 'object.update') {
+    const id = targetId(effect, scope)
+    const attributes = render(effect.attributes, scope, 'effect.attributes')
+    const current = await objects.getObject(ctx, id, {})
+    const o = await objects.patchObject(ctx, id, { attributes }, current.version)
+    return { objectId: o.id, version: o.version }
+  }
+  throw new Error(`not a database effect: ${effect.type}`)
+}
+
+/** Renders the outgoing call once; every attempt sends these exact bytes. */
+function renderWebhook (effect: Extract<Effect, { type: 'webhook' }>, scope: TemplateScope) {
+  const headers = Object.fromEntries(Object.entries(effect.headers ?? {}).map(([k, v]) => [k, renderText(v, scope, `effect.headers.${k}`)]))
+  const method = effect.method ?? 'POST'
+  const body = method === 'GET' ? null : JSON.stringify(render(effect.body ?? {}, scope, 'effect.body'))
+  return { url: renderText(effect.url, scope, 'effect.url'), method, headers, body }
+}
+
+/** The object `{{object.*}}` refers to: the triggering one, or for other triggers the effect's target. */
+async function scopeOf (ctx: ServiceContext, run: sql.RunRow, content: RuleContent): Promise<TemplateScope> {
+  const scope: TemplateScope = { object: null, payload: run.input, tenant: ctx.tenantId, ruleId: run.rule_id, runId: run.id, now: new Date().toISOString() }
+  const input = run.input as { object?: Record<string, unknown> } | null
+  if (run.trigger.type === 'object.event' && input?.object) scope.object = input.object
+  else if (content.effect.type !== 'webhook' && content.effect.objectId !== undefined) {
+    const id = renderText(content.effect.objectId, scope, 'effect.objectId')
+    scope.object = await objects.getObject(ctx, id, {}).catch(() => null)
+  }
+  return scope
+}
+
+async function runEffect (ctx: ServiceContext, tx: Tx, run: sql.RunRow, content: RuleContent, dryRun: boolean, steps: Step[]): Promise<Outcome> {
+  const t0 = performance.now()
+  try {
+    const scope = await scopeOf(ctx, run, content)
+    const effect = content.effect
+    if (effect.type === 'webhook') {
+      const outgoing = renderWebhook(effect, scope)
+      const request = { url: outgoing.url, method: outgoing.method, headers: redactHeaders(outgoing.headers), body: outgoing.body === null ? null : JSON.parse(outgoing.body) }
+      if (dryRun) { steps.push(step('effect', t0, true, { dryRun: true, wouldSend: request })); return { status: 'dry_run', extra: { request } } }
+      await ctx.jobs!.send(WEBHOOK_DELIVER.name, { tenantId: ctx.tenantId, runId: run.id, attempt: 1 }, { db: tx })
+      steps.push(step('effect', t0, true, { queued: 'webhook.deliver', attempt: 1 }))
+      return { status: 'running', extra: { request, outgoing } }
+    }
+    if (dryRun) { steps.push(step('effect', t0, true, { dryRun: true, effect: effect.type })); return { status: 'dry_run' } }
+    const detail = await tx.transaction(sp => applyDbEffect({ ...ctx, db: sp }, effect, scope))
+    steps.push(step('effect', t0, true, detail))
+    return { status: 'succeeded' }
+  } catch (err) {
+    const f = failure(err)
+    if (f === null) throw err
+    steps.push(step('effect', t0, false, f))
+    return { status: 'failed', error: f }
+  }
+}
+
+function evaluate (run: sql.RunRow, content: RuleContent, steps: Step[]): { matched: boolean | null, conditionResult: boolean | null, error?: { code: string, message: string } } {
+  let t0 = performance.now()
+  const matches: MatchSpec[] = content.match == null ? [] : Array.isArray(content.match) ? content.match : [content.match]
+  const m = evaluateMatches(matches, run.input)
+  steps.push(step('match', t0, m.ok, m.detail))
+  if (!m.ok) return { matched: false, conditionResult: null }
+  if (content.condition == null) return { matched: true, conditionResult: null }
+  t0 = performance.now()
+  const c = evaluateLogic(content.condition, run.input)
+  if (!c.ok) {
+    steps.push(step('condition', t0, false, { error: c.error }))
+    return { matched: true, conditionResult: false, error: { code: 'CONDITION_ERROR', message: `the condition could not be evaluated: ${c.error}` } }
+  }
+  steps.push(step('condition', t0, truthy(c.value), { value: c.value }))
+  return { matched: true, conditionResult: truthy(c.value) }
+}
+
+/**
+ * Executes a queued run. Returns false when there was nothing to do (already executed). Anything
+ * but a domain error (AppError, a missing template value) propagates: the transaction rolls back,
+ * the run stays queued and pg-boss retries the job; on the `lastTry` the run is failed instead,
+ * so a run never stays queued in silence.
+ */
+export async function executeRun (ctx: ServiceContext, runId: string, lastTry = false): Promise<boolean> {
+  try {
+    return await executeOnce(ctx, runId)
+  } catch (err) {
+    if (!lastTry) throw err
+    ctx.log.error({ err }, 'automation run failed for good')
+    return failForGood(ctx, runId)
+  }
+}
+
+async function failForGood (ctx: ServiceContext, runId: string): Promise<boolean> {
+  return withTransaction(ctx.db, async tx => {
+    const run = await sql.lockRun(tx, ctx.tenantId, runId)
+    if (run === null || run.status !== 'queued') return false
+    const rule = await sql.ruleForRun(tx, ctx.tenantId, run.rule_id, run.rule_version)
+    const rctx = ruleContext({ ...ctx, db: tx, causation: { depth: run.depth + 1, ruleId: run.rule_id, runId } }, run.rule_id, rule?.actor_roles ?? [])
+    await finishRun(rctx, run, { status: 'failed', started_at: new Date(), error: { code: 'INTERNAL_ERROR', message: 'the run could not be executed; every retry failed (see the worker log)' } })
+    return true
+  })
+}
+
+async function executeOnce (ctx: ServiceContext, runId: string): Promise<boolean> {
+  return withTransaction(ctx.db, async tx => {
+    const run = await sql.lockRun(tx, ctx.tenantId, runId)
+    if (run === null || run.status !== 'queued') return false
+    const rule = await sql.ruleForRun(tx, ctx.tenantId, run.rule_id, run.rule_version)
+    const startedAt = new Date()
+    const rctx = ruleContext({ ...ctx, db: tx, causation: { depth: run.depth + 1, ruleId: run.rule_id, runId } }, run.rule_id, rule?.actor_roles ?? [])
+    if (rule === null || rule.content === null || rule.deleted || rule.status === 'draft') {
+      await finishRun(rctx, run, { status: 'skipped', started_at: startedAt, error: { code: 'RULE_NOT_LIVE', message: 'the rule was deactivated or deleted before this run started' } })
+      return true
+    }
+    const steps: Step[] = []
+    const e = evaluate(run, rule.content, steps)
+    const base = { started_at: startedAt, matched: e.matched, condition_result: e.conditionResult, steps }
+    if (e.error) { await finishRun(rctx, run, { ...base, status: 'failed', error: e.error }); return true }
+    if (e.matched === false || e.conditionResult === false) { await finishRun(rctx, run, { ...base, status: 'skipped' }); return true }
+    const out = await runEffect(rctx, tx, run, rule.content, rule.status === 'sandbox', steps)
+    await finishRun(rctx, run, { ...base, ...out.extra, status: out.status, error: out.error ?? null })
+    return true
+  })
+}

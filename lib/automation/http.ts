@@ -1,0 +1,96 @@
+import http from 'node:http'
+import https from 'node:https'
+import dns from 'node:dns/promises'
+import net from 'node:net'
+
+// One outgoing webhook call. The target's name is resolved once per attempt, every address is
+// checked against the blocked ranges (unless private networks are allowed), and the connection is
+// pinned to the checked address, so a DNS answer cannot change between the check and the connect.
+// Redirects are never followed. The response body is kept up to 64 KiB.
+
+export const RESPONSE_BODY_LIMIT = 64 * 1024
+
+const BLOCKED = new net.BlockList()
+for (const [a, p] of [['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16], ['172.16.0.0', 12],
+  ['192.0.0.0', 24], ['192.168.0.0', 16], ['198.18.0.0', 15], ['224.0.0.0', 4], ['240.0.0.0', 4]] as const) BLOCKED.addSubnet(a, p, 'ipv4')
+for (const [a, p] of [['::', 128], ['::1', 128], ['fc00::', 7], ['fe80::', 10], ['ff00::', 8], ['64:ff9b::', 96], ['2001:db8::', 32]] as const) BLOCKED.addSubnet(a, p, 'ipv6')
+
+/** Loopback, private, link-local (cloud metadata), CGNAT, multicast and reserved addresses. */
+export function isBlockedAddress (address: string): boolean {
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address)
+  if (mapped) return BLOCKED.check(mapped[1], 'ipv4')
+  return net.isIPv4(address) ? BLOCKED.check(address, 'ipv4') : BLOCKED.check(address, 'ipv6')
+}
+
+const SECRET_HEADER = /^(authorization|proxy-authorization|cookie|x-api-key|api-key|x-auth-token)$|secret|token|password/i
+
+export function redactHeaders (headers: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(Object.entries(headers).map(([k, v]) => [k, SECRET_HEADER.test(k) ? '[redacted]' : v]))
+}
+
+export interface OutgoingCall { url: string, method: string, headers: Record<string, string>, body: Buffer | null }
+export type CallResult =
+  | { kind: 'response', status: number, headers: Record<string, string>, body: string, truncated: boolean, address: string }
+  | { kind: 'refused', reason: string, address?: string }
+  | { kind: 'error', reason: string, timedOut: boolean, address?: string }
+
+async function resolveChecked (host: string, allowPrivate: boolean): Promise<{ address: string, family: number } | { refused: string }> {
+  const literal = host.replace(/^\[|\]$/g, '')
+  const found = net.isIP(literal) !== 0
+    ? [{ address: literal, family: net.isIP(literal) }]
+    : await dns.lookup(literal, { all: true, verbatim: true })
+  if (found.length === 0) return { refused: `${host} has no address` }
+  if (!allowPrivate) {
+    const blocked = found.find(a => isBlockedAddress(a.address))
+    if (blocked) return { refused: `${host} resolves to ${blocked.address}, a loopback, private, link-local or metadata address (set WEBHOOK_ALLOW_PRIVATE_NETWORKS=true to allow)` }
+  }
+  return found[0]
+}
+
+export async function callOnce (call: OutgoingCall, opts: { allowPrivate: boolean, timeoutMs: number }): Promise<CallResult> {
+  const url = new URL(call.url)
+  let target: { address: string, family: number } | { refused: string }
+  try { target = await resolveChecked(url.hostname, opts.allowPrivate) } catch (err) {
+    return { kind: 'error', reason: `cannot resolve ${url.hostname}: ${(err as Error).message}`, timedOut: false }
+  }
+  if ('refused' in target) return { kind: 'refused', reason: target.refused }
+  const pinned = target
+  const lib = url.protocol === 'https:' ? https : http
+  return new Promise<CallResult>(resolve => {
+    const req = lib.request(url, {
+      method: call.method,
+      headers: { ...call.headers, ...(call.body ? { 'content-length': String(call.body.length) } : {}) },
+      // Connect to the address that was checked, whatever the name resolves to now.
+      lookup: ((_h: string, o: { all?: boolean }, cb: (...a: unknown[]) => void) => o?.all ? cb(null, [pinned]) : cb(null, pinned.address, pinned.family)) as unknown as net.LookupFunction,
+      timeout: opts.timeoutMs
+    }, res => {
+      const chunks: Buffer[] = []
+      let size = 0
+      let truncated = false
+      res.on('data', (c: Buffer) => {
+        if (size < RESPONSE_BODY_LIMIT) chunks.push(c.subarray(0, RESPONSE_BODY_LIMIT - size))
+        size += c.length
+        if (size > RESPONSE_BODY_LIMIT && !truncated) { truncated = true; res.destroy() }
+      })
+      const done = () => {
+        clearTimeout(deadline)
+        const headers = Object.fromEntries(Object.entries(res.headers).map(([k, v]) => [k, Array.isArray(v) ? v.join(', ') : String(v)]))
+        resolve({ kind: 'response', status: res.statusCode ?? 0, headers, body: Buffer.concat(chunks).toString('utf8'), truncated, address: pinned.address })
+      }
+      res.on('end', done)
+      res.on('close', done)
+    })
+    // The whole attempt is bounded, not only idle time between packets.
+    const deadline = setTimeout(() => req.destroy(new TimeoutError(opts.timeoutMs)), opts.timeoutMs)
+    req.on('timeout', () => req.destroy(new TimeoutError(opts.timeoutMs)))
+    req.on('error', err => {
+      clearTimeout(deadline)
+      resolve({ kind: 'error', reason: err.message, timedOut: err instanceof TimeoutError, address: pinned.address })
+    })
+    req.end(call.body ?? undefined)
+  })
+}
+
+class TimeoutError extends Error {
+  constructor (ms: number) { super(`no complete answer within ${ms} ms`) }
+}

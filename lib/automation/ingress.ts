@@ -1,0 +1,38 @@
+import { randomUUID } from 'node:crypto'
+import type { ServiceContext } from '../context.js'
+import { AppError } from '../errors.js'
+import { withTransaction } from '../db.js'
+import * as sql from './sql.js'
+import { readWebhookToken, tokenMatches } from './secrets.js'
+import { queueRun } from './trigger.js'
+
+// POST /v1/automation/triggers/{slug}: authenticate by the rule's token, record a queued run and
+// enqueue it; nothing else happens in the request (the worker runs it). CONTRACT: bad or missing
+// token 401; no active or sandbox rule for the slug 404; else 202 {accepted: true, runIds}.
+
+export interface IngressDeps { db: ServiceContext['db'], jobs: ServiceContext['jobs'] }
+
+function unauthorized (): never {
+  throw new AppError('UNAUTHORIZED', 'a valid webhook token is required: Authorization: Bearer <webhookToken>', { reason: 'bad_webhook_token' })
+}
+
+/**
+ * `idempotencyKey` (the caller's Idempotency-Key header, when sent) makes a retried POST find the
+ * run of the first one instead of starting another.
+ */
+export async function acceptWebhook (deps: IngressDeps, slug: string, token: string | null, payload: unknown, idempotencyKey: string | null): Promise<{ accepted: true, runIds: string[] }> {
+  const claim = token === null ? null : readWebhookToken(token)
+  if (claim === null) unauthorized()
+  const rule = await sql.ruleForIngress(deps.db, claim.tenantId, claim.ruleId)
+  // The same answer for an unknown rule and a wrong secret: a token reveals nothing by its shape.
+  if (rule === null || !tokenMatches(token!, rule.token_hash)) unauthorized()
+  if (rule.status === 'draft' || rule.live_slug !== slug || rule.live_content === null || rule.live_version === null) {
+    throw new AppError('NOT_FOUND', `no active or sandbox automation rule has the webhook slug "${slug}"`, { resource: 'automation trigger', id: slug })
+  }
+  const requestId = idempotencyKey ?? randomUUID()
+  const runId = await withTransaction(deps.db, tx => queueRun(tx, claim.tenantId, deps.jobs, {
+    ruleId: rule.id, ruleVersion: rule.live_version!, key: `webhook:${requestId}`, depth: 0, input: payload,
+    trigger: { type: 'webhook', slug, requestId }
+  }))
+  return { accepted: true, runIds: [runId] }
+}

@@ -1,0 +1,237 @@
+import type { Bindings, Queryable, Tx } from '../db.js'
+import type { RuleContent } from './definition.js'
+
+// Every statement of lib/automation. Tables: automation_rules, automation_rule_versions,
+// automation_runs (migration 202611230100_create_automation). Every query filters by tenant.
+
+export type RuleStatus = 'draft' | 'sandbox' | 'active'
+export type RunStatus = 'queued' | 'running' | 'succeeded' | 'failed' | 'skipped' | 'dry_run'
+
+export interface RuleRow {
+  tenant_id: string
+  id: string
+  status: RuleStatus
+  latest_version: number
+  live_version: number | null
+  slug: string | null
+  live_slug: string | null
+  token_hash: string | null
+  signing_secret: string | null
+  actor_roles: string[]
+  created_at: Date
+  updated_at: Date
+}
+
+export type RuleWithContent = RuleRow & { latest_status: RuleStatus, latest_content: RuleContent, live_content: RuleContent | null }
+
+const WITH_CONTENT = `
+  SELECT r.*, lv.status AS latest_status, lv.definition AS latest_content, pv.definition AS live_content
+  FROM automation_rules r
+  JOIN automation_rule_versions lv ON lv.tenant_id = r.tenant_id AND lv.rule_id = r.id AND lv.version = r.latest_version
+  LEFT JOIN automation_rule_versions pv ON pv.tenant_id = r.tenant_id AND pv.rule_id = r.id AND pv.version = r.live_version`
+
+export async function findRule (db: Queryable, tenantId: string, id: string, lock = false): Promise<RuleWithContent | null> {
+  const r = await db.raw(`${WITH_CONTENT} WHERE r.tenant_id = ? AND r.id = ? AND r.deleted_at IS NULL${lock ? ' FOR UPDATE OF r' : ''}`, [tenantId, id])
+  return r.rows[0] ?? null
+}
+
+export interface RuleFilter { limit: number, offset: number, status?: RuleStatus }
+
+/** Relies on automation_rules_tenant_created for the order. */
+export async function listRules (db: Queryable, tenantId: string, f: RuleFilter): Promise<{ rows: RuleWithContent[], total: number }> {
+  const where = ['r.tenant_id = ?', 'r.deleted_at IS NULL']
+  const params: Bindings = [tenantId]
+  if (f.status !== undefined) { where.push('r.status = ?'); params.push(f.status) }
+  const cond = where.join(' AND ')
+  const [rows, count] = await Promise.all([
+    db.raw(`${WITH_CONTENT} WHERE ${cond} ORDER BY r.created_at, r.id LIMIT ? OFFSET ?`, [...params, f.limit, f.offset]),
+    db.raw(`SELECT count(*)::int AS n FROM automation_rules r WHERE ${cond}`, params)
+  ])
+  return { rows: rows.rows, total: count.rows[0].n }
+}
+
+export async function insertRule (tx: Tx, tenantId: string, r: { slug: string | null, token_hash: string | null, signing_secret: string | null }): Promise<RuleRow> {
+  const [row] = await tx('automation_rules').insert({ tenant_id: tenantId, ...r }).returning('*')
+  return row
+}
+
+export async function updateRule (tx: Tx, tenantId: string, id: string, patch: Partial<Omit<RuleRow, 'tenant_id' | 'id' | 'created_at' | 'updated_at'>> & { deleted_at?: unknown }): Promise<void> {
+  await tx('automation_rules').where({ tenant_id: tenantId, id }).update({ ...patch, updated_at: tx.raw("date_trunc('milliseconds', now())") })
+}
+
+export async function insertVersion (tx: Tx, tenantId: string, ruleId: string, version: number, content: RuleContent, createdBy: string): Promise<void> {
+  await tx('automation_rule_versions').insert({ tenant_id: tenantId, rule_id: ruleId, version, definition: JSON.stringify(content), created_by: createdBy })
+}
+
+export async function updateVersionContent (tx: Tx, tenantId: string, ruleId: string, version: number, content: RuleContent): Promise<void> {
+  await tx('automation_rule_versions').where({ tenant_id: tenantId, rule_id: ruleId, version }).update({ definition: JSON.stringify(content) })
+}
+
+/** Stamps the step: publishing straight to active records sandbox_at too. */
+export async function setVersionStatus (tx: Tx, tenantId: string, ruleId: string, version: number, status: 'sandbox' | 'active'): Promise<void> {
+  const now = "date_trunc('milliseconds', now())"
+  await tx('automation_rule_versions').where({ tenant_id: tenantId, rule_id: ruleId, version }).update({
+    status,
+    sandbox_at: tx.raw(`coalesce(sandbox_at, ${now})`),
+    ...(status === 'active' ? { published_at: tx.raw(now) } : {})
+  })
+}
+
+export interface VersionRow { version: number, status: RuleStatus, definition: RuleContent, created_at: Date, created_by: string | null, sandbox_at: Date | null, published_at: Date | null }
+
+export async function listVersions (db: Queryable, tenantId: string, ruleId: string): Promise<VersionRow[]> {
+  return db('automation_rule_versions').where({ tenant_id: tenantId, rule_id: ruleId }).orderBy('version').select('*')
+}
+
+export interface LiveRule { id: string, status: 'sandbox' | 'active', live_version: number, live_content: RuleContent, actor_roles: string[], signing_secret: string | null }
+
+/** The tenant's live rules whose object-event trigger lists `eventType` (index automation_rules_tenant_live). */
+export async function liveRulesForEvent (db: Queryable, tenantId: string, eventType: string): Promise<LiveRule[]> {
+  const r = await db.raw(`
+    SELECT r.id, r.status, r.live_version, v.definition AS live_content, r.actor_roles, r.signing_secret
+    FROM automation_rules r
+    JOIN automation_rule_versions v ON v.tenant_id = r.tenant_id AND v.rule_id = r.id AND v.version = r.live_version
+    WHERE r.tenant_id = ? AND r.deleted_at IS NULL AND r.status <> 'draft'
+      AND v.definition->'trigger'->>'type' = 'object.event' AND v.definition->'trigger'->'events' @> jsonb_build_array(?::text)`, [tenantId, eventType])
+  return r.rows
+}
+
+export interface NewRun {
+  rule_id: string
+  rule_version: number
+  trigger: Record<string, unknown>
+  trigger_key: string
+  depth: number
+  input: unknown
+  replay_of?: string | null
+}
+
+/** Inserts a queued run unless one exists for the same trigger key; returns its id and whether it is new. */
+export async function insertRun (tx: Tx, tenantId: string, run: NewRun): Promise<{ id: string, created: boolean }> {
+  const r = await tx.raw(`
+    WITH ins AS (
+      INSERT INTO automation_runs (tenant_id, rule_id, rule_version, trigger, trigger_key, depth, input, replay_of)
+      VALUES (?, ?, ?, ?::jsonb, ?, ?, ?::jsonb, ?)
+      ON CONFLICT (tenant_id, rule_id, trigger_key) DO NOTHING
+      RETURNING id)
+    SELECT id, true AS created FROM ins
+    UNION ALL
+    SELECT id, false FROM automation_runs WHERE tenant_id = ? AND rule_id = ? AND trigger_key = ? AND NOT EXISTS (SELECT 1 FROM ins)`,
+  [tenantId, run.rule_id, run.rule_version, JSON.stringify(run.trigger), run.trigger_key, run.depth, JSON.stringify(run.input ?? null), run.replay_of ?? null,
+    tenantId, run.rule_id, run.trigger_key])
+  return r.rows[0]
+}
+
+export interface RunRow {
+  tenant_id: string
+  id: string
+  rule_id: string
+  rule_version: number
+  status: RunStatus
+  trigger: Record<string, unknown>
+  trigger_key: string
+  depth: number
+  input: unknown
+  matched: boolean | null
+  condition_result: boolean | null
+  steps: unknown[]
+  request: Record<string, unknown> | null
+  outgoing: { url: string, method: string, headers: Record<string, string>, body: string | null } | null
+  response: Record<string, unknown> | null
+  attempt_log: Array<Record<string, unknown>>
+  attempts: number
+  error: { code: string, message: string } | null
+  replay_of: string | null
+  queued_at: Date
+  started_at: Date | null
+  finished_at: Date | null
+}
+
+export async function lockRun (tx: Tx, tenantId: string, id: string): Promise<RunRow | null> {
+  return (await tx('automation_runs').where({ tenant_id: tenantId, id }).forUpdate().first()) ?? null
+}
+
+export async function findRunById (db: Queryable, tenantId: string, id: string): Promise<RunRow | null> {
+  return (await db('automation_runs').where({ tenant_id: tenantId, id }).first()) ?? null
+}
+
+export async function findRun (db: Queryable, tenantId: string, ruleId: string, id: string): Promise<RunRow | null> {
+  return (await db('automation_runs').where({ tenant_id: tenantId, rule_id: ruleId, id }).first()) ?? null
+}
+
+const JSON_COLUMNS = new Set(['trigger', 'input', 'steps', 'request', 'outgoing', 'response', 'attempt_log', 'error'])
+
+export async function updateRun (tx: Tx, tenantId: string, id: string, patch: Partial<Omit<RunRow, 'tenant_id' | 'id'>>): Promise<void> {
+  const row: Record<string, unknown> = {}
+  for (const [k, v] of Object.entries(patch)) row[k] = JSON_COLUMNS.has(k) && v !== null ? JSON.stringify(v) : v
+  await tx('automation_runs').where({ tenant_id: tenantId, id }).update(row)
+}
+
+export interface RunFilter { limit: number, offset: number, status?: RunStatus, from?: string, to?: string }
+
+/** Newest first; relies on automation_runs_rule_queued. */
+export async function listRuns (db: Queryable, tenantId: string, ruleId: string, f: RunFilter): Promise<{ rows: RunRow[], total: number }> {
+  const q = db('automation_runs').where({ tenant_id: tenantId, rule_id: ruleId })
+  if (f.status !== undefined) q.where({ status: f.status })
+  if (f.from !== undefined) q.where('queued_at', '>=', f.from)
+  if (f.to !== undefined) q.where('queued_at', '<', f.to)
+  const [rows, [{ n }]] = await Promise.all([
+    q.clone().orderBy([{ column: 'queued_at', order: 'desc' }, { column: 'id', order: 'desc' }]).limit(f.limit).offset(f.offset).select('*'),
+    q.clone().count<Array<{ n: number }>>('* as n')
+  ])
+  return { rows, total: Number(n) }
+}
+
+/** Deletes up to `limit` finished runs of the tenant with one of `statuses`, finished before `before`. */
+export async function pruneRuns (db: Queryable, tenantId: string, statuses: RunStatus[], before: Date, limit: number): Promise<number> {
+  const r = await db.raw(`
+    DELETE FROM automation_runs WHERE tenant_id = ? AND id IN (
+      SELECT id FROM automation_runs
+      WHERE tenant_id = ? AND finished_at < ? AND status = ANY(?::text[])
+      LIMIT ?)`, [tenantId, tenantId, before, statuses, limit])
+  return r.rowCount ?? 0
+}
+
+export async function tenantsWithRuns (db: Queryable): Promise<string[]> {
+  const r = await db.raw('SELECT t.id AS tenant_id FROM tenants t WHERE EXISTS (SELECT 1 FROM automation_runs r WHERE r.tenant_id = t.id)')
+  return r.rows.map((x: { tenant_id: string }) => x.tenant_id)
+}
+
+export interface RuleVersionForRun { status: RuleStatus, deleted: boolean, actor_roles: string[], signing_secret: string | null, content: RuleContent | null }
+
+/** The rule as a run needs it: its current status and roles, and the content of `version`. */
+export async function ruleForRun (db: Queryable, tenantId: string, ruleId: string, version: number): Promise<RuleVersionForRun | null> {
+  const r = await db.raw(`
+    SELECT r.status, r.deleted_at IS NOT NULL AS deleted, r.actor_roles, r.signing_secret, v.definition AS content
+    FROM automation_rules r
+    LEFT JOIN automation_rule_versions v ON v.tenant_id = r.tenant_id AND v.rule_id = r.id AND v.version = ?
+    WHERE r.tenant_id = ? AND r.id = ?`, [version, tenantId, ruleId])
+  return r.rows[0] ?? null
+}
+
+/** A live rule by id, for the ingress (which then checks the token and the slug). */
+export async function ruleForIngress (db: Queryable, tenantId: string, ruleId: string): Promise<(RuleRow & { live_content: RuleContent | null }) | null> {
+  const r = await db.raw(`
+    SELECT r.*, v.definition AS live_content FROM automation_rules r
+    LEFT JOIN automation_rule_versions v ON v.tenant_id = r.tenant_id AND v.rule_id = r.id AND v.version = r.live_version
+    WHERE r.tenant_id = ? AND r.id = ? AND r.deleted_at IS NULL`, [tenantId, ruleId])
+  return r.rows[0] ?? null
+}
+
+/**
+ * Writes a run's final outcome and counts the execution, in one statement. Only a run not yet
+ * finished is written and counted, so writing the same outcome twice counts it once.
+ */
+export async function finishRunRow (tx: Tx, tenantId: string, id: string, patch: Partial<Omit<RunRow, 'tenant_id' | 'id'>>): Promise<void> {
+  const row: Record<string, unknown> = { finished_at: new Date() }
+  for (const [k, v] of Object.entries(patch)) row[k] = JSON_COLUMNS.has(k) && v !== null ? JSON.stringify(v) : v
+  const update = tx('automation_runs').where({ tenant_id: tenantId, id }).whereNull('finished_at').update(row).returning('rule_id').toSQL()
+  await tx.raw(`WITH u AS (${update.sql})
+    INSERT INTO automation_rule_stats (tenant_id, rule_id, executed) SELECT ?, rule_id, 1 FROM u
+    ON CONFLICT (tenant_id, rule_id) DO UPDATE SET executed = automation_rule_stats.executed + 1`, [...update.bindings, tenantId])
+}
+
+/** Every rule's execution count (a metrics scrape; one row per rule that ever ran). */
+export async function executionCounts (db: Queryable): Promise<Array<{ rule_id: string, executed: number }>> {
+  return db('automation_rule_stats').select('rule_id', 'executed')
+}

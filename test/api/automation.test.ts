@@ -1,0 +1,177 @@
+import { describe, it, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import { startServer, newTenant, type TestServer, type Client } from '../support/harness.js'
+
+// The automation API without workers: rules, versions, validation, ingress answers, isolation.
+// Runs are queued (pg-boss sender on the test database) but not executed here; see
+// test/jobs/automation.test.ts for the engine end to end.
+
+const webhookRule = (slug: string, extra: Record<string, unknown> = {}) => ({
+  name: 'Hook', trigger: { type: 'webhook', slug }, effect: { type: 'webhook', url: 'https://example.invalid/hook', body: { id: '{{payload.id}}' } }, ...extra
+})
+
+describe('/v1/automation', () => {
+  let s: TestServer
+  let owner: Client
+  let tenant: string
+  before(async () => {
+    s = await startServer({}, { jobs: true })
+    tenant = newTenant('auto-api')
+    owner = s.as(tenant, ['owner'])
+  })
+  after(() => s.close())
+
+  async function create (body: Record<string, unknown>): Promise<Record<string, any>> {
+    const r = await owner.post('/v1/automation/rules', body)
+    assert.equal(r.status, 201, r.text)
+    return r.body
+  }
+
+  describe('validation answers 400 naming the path, and writes nothing', () => {
+    const cases: Array<[string, Record<string, unknown>, string]> = [
+      ['retry.maxAttempts out of range', webhookRule('v1', { effect: { type: 'webhook', url: 'https://x.invalid', retry: { maxAttempts: 0 } } }), 'effect.retry.maxAttempts'],
+      ['a webhook trigger without slug', { name: 'x', trigger: { type: 'webhook' }, effect: { type: 'webhook', url: 'https://x.invalid' } }, 'trigger.slug'],
+      ['a field of another trigger type', { name: 'x', trigger: { type: 'webhook', slug: 'v3', cron: '* * * * *' }, effect: { type: 'webhook', url: 'https://x.invalid' } }, 'trigger.cron'],
+      ['a bad cron', { name: 'x', trigger: { type: 'schedule', cron: '61 * * * *' }, effect: { type: 'webhook', url: 'https://x.invalid' } }, 'trigger.cron'],
+      ['an unknown time zone', { name: 'x', trigger: { type: 'schedule', cron: '* * * * *', timezone: 'Mars/Olympus' }, effect: { type: 'webhook', url: 'https://x.invalid' } }, 'trigger.timezone'],
+      ['a bad match path', webhookRule('v6', { match: [{ type: 'attribute', path: '$.a', operator: 'exists' }, { type: 'attribute', path: 'a..b', operator: 'equals', value: 1 }] }), 'match[1].path'],
+      ['an unknown JsonLogic operator', webhookRule('v7', { condition: { and: [{ eval: 'x' }] } }), 'condition.and[0].eval'],
+      ['an unknown template variable', webhookRule('v8', { effect: { type: 'webhook', url: 'https://x.invalid', headers: { 'X-A': '{{secret.key}}' } } }), 'effect.headers.X-A'],
+      ['a transition without objectId on a webhook trigger', { name: 'x', trigger: { type: 'webhook', slug: 'v9' }, effect: { type: 'workflow.transition', targetState: 'done' } }, 'effect.objectId'],
+      ['a non-http url', webhookRule('v10', { effect: { type: 'webhook', url: 'file:///etc/passwd' } }), 'effect.url'],
+      ['an unknown event', { name: 'x', trigger: { type: 'object.event', events: ['object.exploded'] }, effect: { type: 'webhook', url: 'https://x.invalid' } }, 'trigger.events[0]']
+    ]
+    for (const [what, body, field] of cases) {
+      it(`${what} -> ${field}`, async () => {
+        const r = await owner.post('/v1/automation/rules', body)
+        assert.equal(r.status, 400, r.text)
+        assert.equal(r.body.error.code, 'VALIDATION_ERROR')
+        assert.equal(r.body.error.details.field, field)
+      })
+    }
+    it('left no rule behind', async () => {
+      const list = await owner.get('/v1/automation/rules')
+      assert.equal(list.body.items.filter((r: { name: string }) => r.name === 'x').length, 0)
+    })
+  })
+
+  it('creates a draft, shows the token and signing secret once, and lists and reads it', async () => {
+    const r = await create(webhookRule('shown-once'))
+    assert.equal(r.status, 'draft')
+    assert.equal(r.version, 1)
+    assert.match(r.webhookToken, /\./)
+    assert.match(r.signingSecret, /^whsec_/)
+    const read = await owner.get(`/v1/automation/rules/${r.id}`)
+    assert.equal(read.status, 200)
+    assert.equal(read.body.webhookToken, undefined)
+    assert.equal(read.body.signingSecret, undefined)
+    assert.ok((await owner.get('/v1/automation/rules?status=draft')).body.items.some((x: { id: string }) => x.id === r.id))
+    assert.equal((await owner.post('/v1/automation/rules', webhookRule('shown-once'))).status, 409, 'slug is unique per tenant')
+  })
+
+  it('PATCH on an active rule opens a new version; the active one keeps running until the next publish', async () => {
+    const r = await create(webhookRule('versions'))
+    assert.equal((await owner.post(`/v1/automation/rules/${r.id}/publish`)).body.status, 'active')
+    const p = await owner.patch(`/v1/automation/rules/${r.id}`, { name: 'Hook v2' })
+    assert.equal(p.status, 200, p.text)
+    assert.deepEqual([p.body.version, p.body.liveVersion, p.body.status, p.body.name], [2, 1, 'active', 'Hook v2'])
+    const i = await s.request('POST', '/v1/automation/triggers/versions', { token: r.webhookToken, body: { id: 1 } })
+    assert.equal(i.status, 202)
+    const run = (await owner.get(`/v1/automation/rules/${r.id}/runs`)).body.items[0]
+    assert.equal(run.ruleVersion, 1, 'the active version runs')
+    assert.equal(run.status, 'queued')
+    const pub = await owner.post(`/v1/automation/rules/${r.id}/publish`, { to: 'active' })
+    assert.equal(pub.body.liveVersion, 2)
+    assert.equal((await owner.post(`/v1/automation/rules/${r.id}/publish`, { to: 'active' })).status, 409, 'nothing new to publish')
+    assert.equal((await owner.post(`/v1/automation/rules/${r.id}/publish`, { to: 'sandbox' })).status, 409, 'no going back')
+    const reg = await owner.get(`/v1/schema-registry/automation-rules/${r.id}`)
+    assert.equal(reg.body.entityType, 'automation-rules')
+    assert.deepEqual(reg.body.versions.map((v: { version: number, status: string }) => [v.version, v.status]), [[1, 'active'], [2, 'active']])
+    assert.equal(reg.body.versions[1].definition.name, 'Hook v2')
+  })
+
+  it('ingress: 401 for a wrong or missing token, 404 for an unknown slug or a draft rule, 202 with runIds', async () => {
+    const r = await create(webhookRule('ingress'))
+    const other = await create(webhookRule('ingress-other'))
+    assert.equal((await s.request('POST', '/v1/automation/triggers/ingress', { token: r.webhookToken, body: {} })).status, 404, 'a draft rule')
+    await owner.post(`/v1/automation/rules/${r.id}/publish`, { to: 'sandbox' })
+    assert.equal((await s.request('POST', '/v1/automation/triggers/ingress', { body: {} })).status, 401)
+    assert.equal((await s.request('POST', '/v1/automation/triggers/ingress', { token: r.webhookToken.slice(0, -2) + 'xx', body: {} })).status, 401)
+    assert.equal((await s.request('POST', '/v1/automation/triggers/ingress', { token: 'garbage', body: {} })).status, 401)
+    assert.equal((await s.request('POST', '/v1/automation/triggers/nope', { token: r.webhookToken, body: {} })).status, 404, 'an unknown slug')
+    assert.equal((await s.request('POST', '/v1/automation/triggers/ingress', { token: other.webhookToken, body: {} })).status, 404, "another rule's token names that rule")
+    const ok = await s.request('POST', '/v1/automation/triggers/ingress', { token: r.webhookToken, body: { a: 1 }, headers: { 'Idempotency-Key': 'delivery-42' } })
+    assert.equal(ok.status, 202, ok.text)
+    const again = await s.request('POST', '/v1/automation/triggers/ingress', { token: r.webhookToken, body: { a: 1 }, headers: { 'Idempotency-Key': 'delivery-42' } })
+    assert.deepEqual(again.body.runIds, ok.body.runIds, 'a retried delivery finds its run')
+    assert.equal((await s.request('POST', '/v1/automation/triggers/ingress', { token: r.webhookToken, raw: '[1]', headers: { 'Content-Type': 'application/json' } })).status, 400)
+  })
+
+  it('rotate-token: the old token stops working, the new one works', async () => {
+    const r = await create(webhookRule('rotate'))
+    await owner.post(`/v1/automation/rules/${r.id}/publish`)
+    const rot = await owner.post(`/v1/automation/rules/${r.id}/rotate-token`)
+    assert.equal(rot.status, 200, rot.text)
+    assert.notEqual(rot.body.webhookToken, r.webhookToken)
+    assert.notEqual(rot.body.signingSecret, r.signingSecret)
+    assert.equal((await s.request('POST', '/v1/automation/triggers/rotate', { token: r.webhookToken, body: {} })).status, 401)
+    assert.equal((await s.request('POST', '/v1/automation/triggers/rotate', { token: rot.body.webhookToken, body: {} })).status, 202)
+  })
+
+  it('deactivate returns a rule to draft and delete removes it', async () => {
+    const r = await create(webhookRule('gone'))
+    await owner.post(`/v1/automation/rules/${r.id}/publish`)
+    const d = await owner.post(`/v1/automation/rules/${r.id}/deactivate`)
+    assert.equal(d.body.status, 'draft')
+    assert.equal((await s.request('POST', '/v1/automation/triggers/gone', { token: r.webhookToken, body: {} })).status, 404)
+    assert.equal((await owner.delete(`/v1/automation/rules/${r.id}`)).status, 204)
+    assert.equal((await owner.get(`/v1/automation/rules/${r.id}`)).status, 404)
+    await create(webhookRule('gone'))
+  })
+
+  it('keeps tenants apart: rules, runs and ingress', async () => {
+    const r = await create(webhookRule('mine'))
+    await owner.post(`/v1/automation/rules/${r.id}/publish`)
+    await s.request('POST', '/v1/automation/triggers/mine', { token: r.webhookToken, body: {} })
+    const runId = (await owner.get(`/v1/automation/rules/${r.id}/runs`)).body.items[0].id
+    const stranger = s.as(newTenant('auto-api'), ['owner'])
+    assert.equal((await stranger.get(`/v1/automation/rules/${r.id}`)).status, 404)
+    assert.equal((await stranger.get(`/v1/automation/rules/${r.id}/runs`)).status, 404)
+    assert.equal((await stranger.get(`/v1/automation/rules/${r.id}/runs/${runId}`)).status, 404)
+    assert.equal((await stranger.patch(`/v1/automation/rules/${r.id}`, { name: 'mine now' })).status, 404)
+    assert.equal((await stranger.get('/v1/automation/rules')).body.pagination.total, 0)
+    const theirs = (await stranger.post('/v1/automation/rules', webhookRule('mine'))).body
+    await stranger.post(`/v1/automation/rules/${theirs.id}/publish`)
+    const i = await s.request('POST', '/v1/automation/triggers/mine', { token: theirs.webhookToken, body: {} })
+    assert.equal(i.status, 202)
+    assert.equal((await owner.get(`/v1/automation/rules/${r.id}/runs`)).body.pagination.total, 1, "the other tenant's call ran the other tenant's rule")
+  })
+
+  it('permissions: operators read, viewers see nothing, flush needs automationRules:execute', async () => {
+    const r = await create(webhookRule('perm'))
+    const operator = s.as(tenant, ['operator'])
+    const viewer = s.as(tenant, ['viewer'])
+    assert.equal((await operator.get(`/v1/automation/rules/${r.id}`)).status, 200)
+    assert.equal((await operator.post('/v1/automation/rules', webhookRule('perm2'))).status, 403)
+    assert.equal((await operator.post(`/v1/automation/rules/${r.id}/publish`)).status, 403)
+    assert.equal((await viewer.get('/v1/automation/rules')).status, 403)
+    assert.equal((await operator.post('/v1/outbox/flush')).status, 403)
+    const flush = await owner.post('/v1/outbox/flush')
+    assert.equal(flush.status, 200, flush.text)
+    assert.deepEqual(Object.keys(flush.body).sort(), ['delivered', 'failed', 'pending'])
+    assert.equal(flush.body.pending, 0)
+  })
+
+  it('runs list filters by status and time, and 404s an unknown run', async () => {
+    const r = await create(webhookRule('filters'))
+    await owner.post(`/v1/automation/rules/${r.id}/publish`)
+    const before = new Date().toISOString()
+    await s.request('POST', '/v1/automation/triggers/filters', { token: r.webhookToken, body: {} })
+    assert.equal((await owner.get(`/v1/automation/rules/${r.id}/runs?status=queued`)).body.pagination.total, 1)
+    assert.equal((await owner.get(`/v1/automation/rules/${r.id}/runs?status=failed`)).body.pagination.total, 0)
+    assert.equal((await owner.get(`/v1/automation/rules/${r.id}/runs?from=${encodeURIComponent(before)}`)).body.pagination.total, 1)
+    assert.equal((await owner.get(`/v1/automation/rules/${r.id}/runs?to=${encodeURIComponent(before)}`)).body.pagination.total, 0)
+    assert.equal((await owner.get(`/v1/automation/rules/${r.id}/runs?status=bogus`)).status, 400)
+    assert.equal((await owner.get(`/v1/automation/rules/${r.id}/runs/00000000-0000-4000-8000-000000000000`)).status, 404)
+  })
+})

@@ -1,0 +1,316 @@
+import { describe, it, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import { createHmac, randomUUID } from 'node:crypto'
+import pg from 'pg'
+import { startServer, newTenant, publishedType, flushAudit, type TestServer, type Client } from '../support/harness.js'
+import { scratchDatabase, startReceiver, startWorker as startWorkerOn, waitUntil, type Receiver, type Reply, type WorkerProcess } from '../support/automation.js'
+import { MAX_CAUSATION_DEPTH } from '../../lib/automation/index.js'
+
+// The engine end to end: the real API (ingress and REST), two real worker processes
+// (node --import tsx worker/main.ts) on a database of their own, and a local receiver on 127.0.0.1.
+
+const zone = { type: 'Polygon', coordinates: [[[13, 52], [14, 52], [14, 53], [13, 53], [13, 52]]] }
+
+function reviewWorkflow () {
+  return {
+    key: `wf_${randomUUID().slice(0, 8)}`, name: 'Review', initialState: 'draft',
+    states: [{ name: 'draft' }, { name: 'review' }, { name: 'approved', final: true }],
+    transitions: [{ from: ['draft'], targetState: 'review' }, { from: '*', targetState: 'draft' }]
+  }
+}
+
+describe('automation engine with worker processes', { timeout: 300_000 }, () => {
+  let s: TestServer
+  let workers: WorkerProcess[] = []
+  const receivers: Receiver[] = []
+  let database: Awaited<ReturnType<typeof scratchDatabase>>
+  const startWorker = () => startWorkerOn({ DATABASE_URL: database.url })
+
+  before(async () => {
+    database = await scratchDatabase()
+    s = await startServer({ DATABASE_URL: database.url }, { jobs: true })
+    workers = await Promise.all([startWorker(), startWorker()])
+  })
+  after(async () => {
+    await Promise.all(workers.map(w => w.stop()))
+    for (const r of receivers) await r.close()
+    await s?.close()
+    await database?.drop()
+  })
+
+  async function receiver (...replies: Reply[]): Promise<Receiver> {
+    const r = await startReceiver(replies.length > 0 ? replies : undefined)
+    receivers.push(r)
+    return r
+  }
+
+  async function setup (): Promise<{ c: Client, typeId: string }> {
+    const c = s.as(newTenant('auto'), ['owner'])
+    const wf = await c.post('/v1/workflows', reviewWorkflow())
+    assert.equal(wf.status, 201, wf.text)
+    return { c, typeId: await publishedType(c, { workflowId: wf.body.id }) }
+  }
+
+  async function activeRule (c: Client, body: Record<string, unknown>): Promise<Record<string, any>> {
+    const r = await c.post('/v1/automation/rules', { name: 'rule', ...body })
+    assert.equal(r.status, 201, r.text)
+    const p = await c.post(`/v1/automation/rules/${r.body.id}/publish`, { to: 'active' })
+    assert.equal(p.status, 200, p.text)
+    return r.body
+  }
+
+  async function finishedRun (c: Client, ruleId: string, runId: string, ms = 20_000): Promise<Record<string, any>> {
+    return waitUntil(async () => {
+      const r = await c.get(`/v1/automation/rules/${ruleId}/runs/${runId}`)
+      return r.status === 200 && !['queued', 'running'].includes(r.body.status) ? r.body : null
+    }, ms, `run ${runId} to finish`)
+  }
+
+  async function flushAuditOf (c: Client): Promise<void> {
+    await flushAudit(s.db, (await c.get('/v1/auth/me')).body.tenant)
+  }
+
+  async function trigger (slug: string, token: string, body: unknown): Promise<string> {
+    const res = await s.request('POST', `/v1/automation/triggers/${slug}`, { token, body })
+    assert.equal(res.status, 202, res.text)
+    assert.equal(res.body.accepted, true)
+    return res.body.runIds[0]
+  }
+
+  it('a webhook trigger transitions an object through the workflow, as the rule', async () => {
+    const { c, typeId } = await setup()
+    const o = (await c.post('/v1/objects', { typeId })).body
+    const rule = await activeRule(c, {
+      trigger: { type: 'webhook', slug: 'arrive' },
+      match: { type: 'attribute', path: '$.kind', operator: 'equals', value: 'arrived' },
+      effect: { type: 'workflow.transition', targetState: 'review', objectId: '{{payload.objectId}}' }
+    })
+    const runId = await trigger('arrive', rule.webhookToken, { kind: 'arrived', objectId: o.id })
+    const run = await finishedRun(c, rule.id, runId)
+    assert.equal(run.status, 'succeeded', JSON.stringify(run))
+    assert.equal(run.matched, true)
+    assert.deepEqual(run.steps.map((x: { phase: string }) => x.phase), ['match', 'effect'])
+    const now = (await c.get(`/v1/objects/${o.id}`)).body
+    assert.equal(now.workflowState, 'review')
+    const history = (await c.get(`/v1/objects/${o.id}/history`)).body.items
+    assert.equal(history.at(-1).actor.sub, `automation:${rule.id}`)
+    const metrics = (await s.request('GET', '/metrics')).text
+    assert.match(metrics, new RegExp(`automation_rules_executed_total\\{ruleId="${rule.id}"\\} 1\\b`))
+    assert.match(metrics, /job_queue_depth\{queue="automation.run",state="created"\} \d+/)
+    assert.match(metrics, /job_latency_seconds_count\{queue="automation.run"\} [1-9]/)
+    await flushAuditOf(c)
+    const audit = (await c.get(`/v1/audit/events?type=automation.executed&resourceId=${rule.id}`)).body.items
+    assert.equal(audit.length, 1)
+    assert.equal(audit[0].data.runId, runId)
+  })
+
+  it('geofencing: a position inside the zone transitions the object, one outside is skipped with conditionResult false', async () => {
+    const { c, typeId } = await setup()
+    const inside = (await c.post('/v1/objects', { typeId })).body
+    const outside = (await c.post('/v1/objects', { typeId })).body
+    const rule = await activeRule(c, {
+      trigger: { type: 'webhook', slug: 'position' },
+      condition: { geoWithin: [{ var: 'position' }, zone] },
+      effect: { type: 'workflow.transition', targetState: 'review', objectId: '{{payload.vehicle}}' }
+    })
+    const inRun = await finishedRun(c, rule.id, await trigger('position', rule.webhookToken, { vehicle: inside.id, position: { type: 'Point', coordinates: [13.4, 52.5] } }))
+    const outRun = await finishedRun(c, rule.id, await trigger('position', rule.webhookToken, { vehicle: outside.id, position: { type: 'Point', coordinates: [15.1, 52.5] } }))
+    assert.equal(inRun.status, 'succeeded', JSON.stringify(inRun))
+    assert.equal(inRun.conditionResult, true)
+    assert.equal(outRun.status, 'skipped', JSON.stringify(outRun))
+    assert.equal(outRun.conditionResult, false)
+    assert.equal((await c.get(`/v1/objects/${inside.id}`)).body.workflowState, 'review')
+    assert.equal((await c.get(`/v1/objects/${outside.id}`)).body.workflowState, 'draft')
+  })
+
+  it('an object event calls a webhook with templates filled, signed, with Idempotency-Key and X-Webhook-Attempt', async () => {
+    const { c, typeId } = await setup()
+    const r = await receiver()
+    const rule = await activeRule(c, {
+      trigger: { type: 'object.event', events: ['object.created'], typeId },
+      effect: {
+        type: 'webhook', url: `${r.url}/hooks/{{object.typeId}}`, method: 'POST',
+        headers: { 'X-Tenant': '{{tenant}}', Authorization: 'Bearer receiver-secret' },
+        body: { id: '{{object.id}}', name: '{{object.attributes.name}}', height: '{{object.attributes.height}}', text: 'run {{run.id}} of {{rule.id}}' }
+      }
+    })
+    const o = (await c.post('/v1/objects', { typeId, attributes: { name: 'Mast 7', height: 12.5 } })).body
+    await waitUntil(() => r.received.length >= 1, 20_000, 'the webhook call')
+    const got = r.received[0]
+    assert.equal(got.url, `/hooks/${typeId}`)
+    const body = JSON.parse(got.body.toString())
+    assert.equal(body.id, o.id)
+    assert.equal(body.name, 'Mast 7')
+    assert.equal(body.height, 12.5, 'a whole-string template keeps the value type')
+    const runId = got.headers['idempotency-key'] as string
+    assert.equal(body.text, `run ${runId} of ${rule.id}`)
+    assert.equal(got.headers['x-tenant'], (await c.get('/v1/auth/me')).body.tenant)
+    assert.equal(got.headers['x-webhook-attempt'], '1')
+    const expected = `sha256=${createHmac('sha256', rule.signingSecret).update(got.body).digest('hex')}`
+    assert.equal(got.headers['x-webhook-signature'], expected)
+    const run = await finishedRun(c, rule.id, runId)
+    assert.equal(run.status, 'succeeded')
+    assert.equal(run.trigger.event, 'object.created')
+    assert.equal(run.request.headers.Authorization, '[redacted]', 'secrets are redacted in the run record')
+    assert.equal(run.response.status, 200)
+    assert.equal(run.attemptLog.length, 1)
+  })
+
+  it('retries a failing receiver after 1 s and 2 s: three attempts, one Idempotency-Key', async () => {
+    const { c } = await setup()
+    const r = await receiver({ status: 500 }, { status: 503 }, { status: 200, body: 'fine' })
+    const rule = await activeRule(c, { trigger: { type: 'webhook', slug: 'retry' }, effect: { type: 'webhook', url: r.url, body: { a: 1 }, retry: { maxAttempts: 3, backoff: 'exponential' } } })
+    const runId = await trigger('retry', rule.webhookToken, {})
+    const run = await finishedRun(c, rule.id, runId, 30_000)
+    assert.equal(run.status, 'succeeded', JSON.stringify(run))
+    assert.equal(run.attempts, 3)
+    assert.equal(r.received.length, 3)
+    assert.deepEqual(r.received.map(x => x.headers['x-webhook-attempt']), ['1', '2', '3'])
+    assert.deepEqual(new Set(r.received.map(x => x.headers['idempotency-key'])), new Set([runId]))
+    const gaps = [r.received[1].at - r.received[0].at, r.received[2].at - r.received[1].at]
+    assert.ok(gaps[0] >= 950, `first backoff about 1 s, got ${gaps[0]} ms`)
+    assert.ok(gaps[1] >= 1950, `second backoff about 2 s, got ${gaps[1]} ms`)
+    assert.deepEqual(run.attemptLog.map((a: { status: number }) => a.status), [500, 503, 200])
+    assert.equal(run.response.body, 'fine')
+  })
+
+  it('records a timeout when the receiver never answers, and fails the run for good', async () => {
+    const { c } = await setup()
+    const r = await receiver('hang')
+    const rule = await activeRule(c, { trigger: { type: 'webhook', slug: 'slow' }, effect: { type: 'webhook', url: r.url, retry: { maxAttempts: 1 } } })
+    const run = await finishedRun(c, rule.id, await trigger('slow', rule.webhookToken, {}), 30_000)
+    assert.equal(run.status, 'failed')
+    assert.equal(run.error.code, 'WEBHOOK_FAILED')
+    assert.equal(run.attemptLog.length, 1)
+    assert.match(run.attemptLog[0].detail, /timed out/)
+  })
+
+  it('does not follow a redirect to a private address, and does not retry it', async () => {
+    const { c } = await setup()
+    const r = await receiver({ status: 302, headers: { Location: 'http://169.254.169.254/latest/meta-data/' } })
+    const rule = await activeRule(c, { trigger: { type: 'webhook', slug: 'moved' }, effect: { type: 'webhook', url: r.url, retry: { maxAttempts: 3 } } })
+    const run = await finishedRun(c, rule.id, await trigger('moved', rule.webhookToken, {}))
+    assert.equal(run.status, 'failed')
+    assert.equal(run.attempts, 1)
+    assert.match(run.error.message, /redirects are not followed/)
+    assert.equal(r.received.length, 1)
+  })
+
+  it('fails a run whose template names a missing value, and sends nothing', async () => {
+    const { c } = await setup()
+    const r = await receiver()
+    const rule = await activeRule(c, { trigger: { type: 'webhook', slug: 'tmpl' }, effect: { type: 'webhook', url: r.url, body: { v: '{{payload.missing.deep}}' } } })
+    const run = await finishedRun(c, rule.id, await trigger('tmpl', rule.webhookToken, { present: 1 }))
+    assert.equal(run.status, 'failed')
+    assert.equal(run.error.code, 'TEMPLATE_ERROR')
+    assert.match(run.error.message, /\{\{payload\.missing\.deep\}\} at effect\.body\.v/)
+    assert.equal(r.received.length, 0)
+  })
+
+  it(`stops a rule that triggers itself at causation depth ${MAX_CAUSATION_DEPTH}, recording why`, async () => {
+    const { c, typeId } = await setup()
+    const rule = await activeRule(c, {
+      trigger: { type: 'object.event', events: ['object.updated'], typeId },
+      effect: { type: 'object.update', attributes: { name: 'touched {{now}}' } }
+    })
+    const o = (await c.post('/v1/objects', { typeId })).body
+    await c.patch(`/v1/objects/${o.id}`, { attributes: { name: 'start' } }, { 'If-Match': '1' })
+    const stopped = await waitUntil(async () => {
+      const runs = (await c.get(`/v1/automation/rules/${rule.id}/runs?status=skipped`)).body.items
+      return runs.find((x: { error: { code: string } | null }) => x.error?.code === 'CAUSATION_DEPTH')
+    }, 40_000, 'the stopped run')
+    assert.match(stopped.error.message, /limit is 5/)
+    await c.post('/v1/outbox/flush')
+    const all = (await c.get(`/v1/automation/rules/${rule.id}/runs`)).body.items as Array<{ status: string }>
+    assert.equal(all.filter(x => x.status === 'succeeded').length, MAX_CAUSATION_DEPTH)
+    assert.equal(all.length, MAX_CAUSATION_DEPTH + 1)
+    assert.equal((await c.get(`/v1/objects/${o.id}`)).body.version, 2 + MAX_CAUSATION_DEPTH)
+  })
+
+  it('with two workers on one queue, every run executes once', async () => {
+    const { c } = await setup()
+    const r = await receiver()
+    const rule = await activeRule(c, { trigger: { type: 'webhook', slug: 'many' }, effect: { type: 'webhook', url: r.url, body: { n: '{{payload.n}}' } } })
+    const ids = await Promise.all(Array.from({ length: 30 }, (_, n) => trigger('many', rule.webhookToken, { n })))
+    await waitUntil(async () => (await c.get(`/v1/automation/rules/${rule.id}/runs?status=succeeded`)).body.pagination.total === 30, 40_000, '30 runs')
+    assert.equal(r.received.length, 30)
+    assert.deepEqual(new Set(r.received.map(x => x.headers['idempotency-key'])), new Set(ids))
+    assert.deepEqual(new Set(r.received.map(x => JSON.parse(x.body.toString()).n)).size, 30)
+  })
+
+  it('a failed run for good emits automation.run.failed, which another rule routes to a webhook; replay makes a linked run', async () => {
+    const { c } = await setup()
+    const dead = await receiver()
+    const failing = await activeRule(c, { trigger: { type: 'webhook', slug: 'fails' }, effect: { type: 'webhook', url: `${dead.url}/never`, body: { x: '{{payload.nope}}' } } })
+    const router = await activeRule(c, {
+      trigger: { type: 'object.event', events: ['automation.run.failed'] },
+      effect: { type: 'webhook', url: `${dead.url}/dead-letters`, body: { rule: '{{payload.rule.id}}', run: '{{payload.run.id}}', error: '{{payload.error.message}}' } }
+    })
+    const runId = await trigger('fails', failing.webhookToken, {})
+    assert.equal((await finishedRun(c, failing.id, runId)).status, 'failed')
+    await waitUntil(() => dead.received.length >= 1, 20_000, 'the dead letter')
+    const letter = JSON.parse(dead.received[0].body.toString())
+    assert.equal(dead.received[0].url, '/dead-letters')
+    assert.deepEqual([letter.rule, letter.run], [failing.id, runId])
+    assert.match(letter.error, /payload\.nope/)
+    assert.ok(router.id)
+    const replay = await c.post(`/v1/automation/rules/${failing.id}/runs/${runId}/replay`)
+    assert.equal(replay.status, 202, replay.text)
+    assert.equal(replay.body.replayOf, runId)
+    assert.notEqual(replay.body.id, runId)
+    assert.equal((await finishedRun(c, failing.id, replay.body.id)).status, 'failed')
+    const again = await c.post(`/v1/automation/rules/${failing.id}/runs/${replay.body.id}/replay`)
+    assert.equal(again.status, 202)
+    const ok = await c.post(`/v1/automation/rules/${router.id}/runs/${(await c.get(`/v1/automation/rules/${router.id}/runs`)).body.items[0].id}/replay`)
+    assert.equal(ok.status, 409, 'only failed runs replay')
+  })
+
+  it('a schedule fires once per tick across two workers, and deactivating removes it', async () => {
+    const { c } = await setup()
+    const r = await receiver()
+    const rule = await activeRule(c, { trigger: { type: 'schedule', cron: '*/5 * * * * *', timezone: 'Europe/Berlin' }, effect: { type: 'webhook', url: r.url, body: { at: '{{payload.scheduledAt}}' } } })
+    const runsOf = async () => (await c.get(`/v1/automation/rules/${rule.id}/runs?limit=1000`)).body.items as Array<Record<string, any>>
+    await waitUntil(async () => new Set((await runsOf()).map(x => x.trigger.scheduledAt)).size >= 2, 120_000, 'two ticks')
+    const schedules = await s.db.raw("SELECT key FROM pgboss.schedule WHERE name = 'automation.tick' AND key = ?", [rule.id])
+    assert.equal(schedules.rows.length, 1, 'one schedule, keyed by the rule id')
+    const d = await c.post(`/v1/automation/rules/${rule.id}/deactivate`)
+    assert.equal(d.status, 200)
+    await waitUntil(async () => (await s.db.raw("SELECT count(*)::int AS n FROM pgboss.schedule WHERE name = 'automation.tick' AND key = ?", [rule.id])).rows[0].n === 0, 20_000, 'the schedule to go')
+    const runs = await runsOf()
+    const ticks = runs.map(x => x.trigger.tickId)
+    assert.equal(new Set(ticks).size, ticks.length, 'one run per tick')
+    const sent = r.received.map(x => JSON.parse(x.body.toString()).at)
+    assert.equal(new Set(sent).size, sent.length, 'every scheduled time was sent once')
+  })
+
+  it('a worker killed with SIGKILL mid-run: the job is retried and the transition is applied once', async () => {
+    await Promise.all(workers.map(w => w.stop()))
+    workers = []
+    const { c, typeId } = await setup()
+    const o = (await c.post('/v1/objects', { typeId })).body
+    const rule = await activeRule(c, { trigger: { type: 'webhook', slug: 'kill' }, effect: { type: 'workflow.transition', targetState: 'review', objectId: '{{payload.id}}' } })
+    const locker = new pg.Client({ connectionString: database.url })
+    await locker.connect()
+    try {
+      // Hold the object's row so the worker's run blocks inside its transaction.
+      await locker.query('BEGIN')
+      await locker.query('SELECT 1 FROM objects WHERE id = $1 FOR UPDATE', [o.id])
+      const lockerPid = (await locker.query('SELECT pg_backend_pid() AS pid')).rows[0].pid
+      const victim = await startWorker()
+      const runId = await trigger('kill', rule.webhookToken, { id: o.id })
+      await waitUntil(async () => (await s.db.raw('SELECT count(*)::int AS n FROM pg_stat_activity WHERE ? = ANY(pg_blocking_pids(pid))', [lockerPid])).rows[0].n > 0, 20_000, 'the run to block on the object')
+      victim.child.kill('SIGKILL')
+      await victim.stop()
+      await locker.query('COMMIT')
+      workers = [await startWorker()]
+      const run = await finishedRun(c, rule.id, runId, 120_000)
+      assert.equal(run.status, 'succeeded', JSON.stringify(run))
+      const history = (await c.get(`/v1/objects/${o.id}/history`)).body.items as Array<{ operation: string }>
+      assert.equal(history.filter(h => h.operation === 'transitioned').length, 1)
+      const job = await s.db.raw("SELECT retry_count FROM pgboss.job WHERE name = 'automation.run' AND data->>'runId' = ?", [runId])
+      assert.ok(job.rows[0].retry_count >= 1, 'pg-boss retried the job')
+    } finally {
+      await locker.end()
+    }
+  })
+})

@@ -1,0 +1,135 @@
+import http from 'node:http'
+import { spawn, type ChildProcess } from 'node:child_process'
+import { once } from 'node:events'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+import type { AddressInfo } from 'node:net'
+import { randomBytes } from 'node:crypto'
+import pg from 'pg'
+import { PgBoss } from 'pg-boss'
+import { createDb } from '../../lib/db.js'
+import { recordRelease } from '../../lib/release/index.js'
+import { packageVersion } from '../../lib/release/version.js'
+import { migrateLatest } from '../../db/knex.js'
+import { TEST_DATABASE_URL, TEST_JWT_SECRET } from './env.js'
+
+// What the automation tests share: real worker processes on the test database, and a local
+// HTTP receiver on 127.0.0.1 standing in for the outside world.
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
+
+export interface WorkerProcess {
+  child: ChildProcess
+  output: () => string
+  /** SIGTERM and wait for the exit. */
+  stop: () => Promise<void>
+}
+
+/** Every automation test worker runs with these (a private receiver on 127.0.0.1 is allowed). */
+export const WORKER_ENV = {
+  WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
+  WEBHOOK_TIMEOUT_SECONDS: '2',
+  WORKER_SUPERVISE_SECONDS: '2',
+  LOG_LEVEL: 'info'
+}
+
+async function adminQuery (sql: string): Promise<void> {
+  const c = new pg.Client({ connectionString: Object.assign(new URL(TEST_DATABASE_URL), { pathname: '/postgres' }).toString() })
+  await c.connect()
+  try { await c.query(sql) } finally { await c.end() }
+}
+
+/**
+ * A database of its own, migrated, with pg-boss's schema and the release recorded. Worker
+ * processes claim every tenant's outbox events and jobs, so tests that run them must not share
+ * the test database with tests that drain the outbox themselves.
+ */
+export async function scratchDatabase (): Promise<{ url: string, drop: () => Promise<void> }> {
+  const name = `spatial_test_automation_e2e_${randomBytes(4).toString('hex')}`
+  const url = Object.assign(new URL(TEST_DATABASE_URL), { pathname: `/${name}` }).toString()
+  await adminQuery(`CREATE DATABASE "${name}"`)
+  const db = createDb(url, { poolMax: 2 })
+  try {
+    await migrateLatest(db)
+    await recordRelease(db, packageVersion())
+  } finally {
+    await db.destroy()
+  }
+  const boss = new PgBoss({ connectionString: url, schema: 'pgboss', supervise: false, schedule: false })
+  boss.on('error', () => {})
+  await boss.start()
+  await boss.stop({ graceful: false })
+  return { url, drop: () => adminQuery(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`) }
+}
+
+export async function startWorker (env: Record<string, string> = {}): Promise<WorkerProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'worker/main.ts'], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? '', DATABASE_URL: TEST_DATABASE_URL, AUTH_JWT_SECRET: TEST_JWT_SECRET, ...WORKER_ENV, ...env },
+    stdio: ['ignore', 'pipe', 'pipe']
+  })
+  let out = ''
+  child.stdout!.on('data', d => { out += String(d) })
+  child.stderr!.on('data', d => { out += String(d) })
+  const exit = once(child, 'exit')
+  await waitUntil(() => /worker started/.test(out) || child.exitCode !== null, 30_000, 'worker start')
+  if (child.exitCode !== null) throw new Error(`worker exited: ${out}`)
+  return {
+    child,
+    output: () => out,
+    async stop () {
+      if (child.exitCode !== null || child.signalCode !== null) return
+      child.kill('SIGTERM')
+      const timer = setTimeout(() => child.kill('SIGKILL'), 20_000)
+      await exit
+      clearTimeout(timer)
+    }
+  }
+}
+
+/** Polls `check` until it holds (every 50 ms); fails after `ms` naming `what`. */
+export async function waitUntil<T> (check: () => T | Promise<T>, ms: number, what: string): Promise<T> {
+  const deadline = Date.now() + ms
+  for (;;) {
+    const v = await check()
+    if (v) return v
+    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`)
+    await new Promise(r => setTimeout(r, 50))
+  }
+}
+
+export interface Received { method: string, url: string, headers: http.IncomingHttpHeaders, body: Buffer, at: number }
+export type Reply = { status: number, body?: string, headers?: Record<string, string> } | 'hang'
+
+export interface Receiver {
+  url: string
+  received: Received[]
+  /** How the next requests are answered, in order; the last answer repeats. */
+  replies: Reply[]
+  close: () => Promise<void>
+}
+
+export async function startReceiver (replies: Reply[] = [{ status: 200, body: '{"ok":true}' }]): Promise<Receiver> {
+  const received: Received[] = []
+  const hanging: http.ServerResponse[] = []
+  const r: Receiver = { url: '', received, replies, close: async () => {} }
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = []
+    req.on('data', c => chunks.push(c))
+    req.on('end', () => {
+      received.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks), at: Date.now() })
+      const reply = r.replies.length > 1 ? r.replies.shift()! : r.replies[0]
+      if (reply === 'hang') { hanging.push(res); return }
+      res.writeHead(reply.status, { 'content-type': 'application/json', ...(reply.headers ?? {}) })
+      res.end(reply.body ?? '')
+    })
+  })
+  await new Promise<void>(resolve => server.listen(0, '127.0.0.1', resolve))
+  r.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+  r.close = async () => {
+    for (const h of hanging) h.destroy()
+    server.closeAllConnections()
+    await new Promise<void>(resolve => server.close(() => resolve()))
+  }
+  return r
+}

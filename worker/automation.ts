@@ -1,0 +1,50 @@
+import type { JobWithMetadata, PgBoss } from 'pg-boss'
+import type { Logger } from '../lib/log.js'
+import type { Runtime } from '../lib/runtime.js'
+import type { JobSender } from '../lib/context.js'
+import * as automation from '../lib/automation/index.js'
+import {
+  AUTOMATION_PRUNE, AUTOMATION_RUN, AUTOMATION_SCHEDULE_SYNC, AUTOMATION_TICK, WEBHOOK_DELIVER,
+  type AutomationRunPayload, type AutomationScheduleSyncPayload, type AutomationTickPayload, type WebhookDeliverPayload
+} from '../jobs/contracts.js'
+import { handleAutomationRun } from '../jobs/handlers/automation-run.js'
+import { handleWebhookDeliver } from '../jobs/handlers/webhook-deliver.js'
+import { handleAutomationTick } from '../jobs/handlers/automation-tick.js'
+import { handleScheduleSync } from '../jobs/handlers/automation-schedule-sync.js'
+import { handleAutomationPrune } from '../jobs/handlers/automation-prune.js'
+import { outboxConsumers } from '../jobs/handlers/outbox-dispatch.js'
+import type { Config } from '../lib/config.js'
+
+// The automation engine's share of a worker: its outbox consumer and one registration per queue.
+// Every worker runs all of them; pg-boss hands each job to one worker (SKIP LOCKED).
+
+/**
+ * Four fetch loops of up to 4 runs each; while fetches come back full they fetch again at once
+ * (pg-boss otherwise waits a polling interval after every fetch, about 8 runs/s per worker).
+ */
+export const RUN_WORK_OPTIONS = { pollingIntervalSeconds: 0.5, batchSize: 4, localConcurrency: 4, burstWhenBatchFull: true } as const
+
+/** pg-boss's scheduler as lib/automation sees it: one schedule per rule, keyed by the rule id. */
+function scheduler (boss: PgBoss): automation.Scheduler {
+  return {
+    schedule: (queue, key, cron, tz, data) => boss.schedule(queue, cron, data, { key, tz, missed: 'once', singletonKey: key }),
+    unschedule: (queue, key) => boss.unschedule(queue, key)
+  }
+}
+
+/** Registers the automation queues; returns a function that wakes this process's run worker. */
+export async function startAutomation (rt: Runtime, config: Readonly<Config>, log: Logger, jobs: JobSender): Promise<() => void> {
+  const deps: automation.EngineDeps = { db: rt.db, config, log, jobs, sequencer: rt.sequencer }
+  outboxConsumers.push(automation.eventConsumer(jobs))
+  const runWorker = await rt.boss.work<AutomationRunPayload>(AUTOMATION_RUN.name, RUN_WORK_OPTIONS,
+    batch => handleAutomationRun(deps, batch))
+  await rt.boss.work<WebhookDeliverPayload>(WEBHOOK_DELIVER.name, { pollingIntervalSeconds: 0.5, batchSize: 1, localConcurrency: 8 },
+    batch => handleWebhookDeliver(deps, batch))
+  await rt.boss.work<AutomationTickPayload>(AUTOMATION_TICK.name, { pollingIntervalSeconds: 1, batchSize: 1, includeMetadata: true },
+    batch => handleAutomationTick(deps, batch as Array<JobWithMetadata<AutomationTickPayload>>))
+  await rt.boss.work<AutomationScheduleSyncPayload>(AUTOMATION_SCHEDULE_SYNC.name, { pollingIntervalSeconds: 1, batchSize: 1 },
+    batch => handleScheduleSync(deps, scheduler(rt.boss), batch))
+  await rt.boss.work(AUTOMATION_PRUNE.name, { pollingIntervalSeconds: 5, batchSize: 1 }, () => handleAutomationPrune(deps))
+  await rt.boss.schedule(AUTOMATION_PRUNE.name, '17 * * * *', {}, { key: 'retention', singletonKey: 'retention' })
+  return () => rt.boss.notifyWorker(runWorker)
+}
