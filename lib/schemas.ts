@@ -24,7 +24,8 @@ export function envelope (item: object): object {
           limit: { type: 'integer' },
           offset: { type: 'integer' },
           total: { type: 'integer' },
-          hasMore: { type: 'boolean' }
+          hasMore: { type: 'boolean' },
+          totalExact: { type: 'boolean', description: 'Present (false) only when total is the planner\'s estimate of a filtered result above 10,000 items' }
         }
       }
     }
@@ -33,11 +34,19 @@ export function envelope (item: object): object {
 
 export interface Page<T> {
   items: T[]
-  pagination: { limit: number, offset: number, total: number, hasMore: boolean }
+  pagination: { limit: number, offset: number, total: number, hasMore: boolean, totalExact?: false }
 }
 
-export function page<T> (items: T[], limit: number, offset: number, total: number): Page<T> {
-  return { items, pagination: { limit, offset, total, hasMore: offset + items.length < total } }
+/**
+ * The envelope. `more` says whether rows follow the page (read as one row beyond it); without
+ * it, the total decides. An estimated total (exact false) is kept consistent with the page and
+ * flagged `totalExact: false` (CONTRACT "Lists").
+ */
+export function page<T> (items: T[], limit: number, offset: number, total: number, opts: { exact?: boolean, more?: boolean } = {}): Page<T> {
+  const hasMore = opts.more ?? offset + items.length < total
+  if (opts.exact !== false) return { items, pagination: { limit, offset, total, hasMore } }
+  const atLeast = offset + items.length + (hasMore ? 1 : 0)
+  return { items, pagination: { limit, offset, total: Math.max(total, atLeast), hasMore, totalExact: false } }
 }
 
 export const ErrorBody = {

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import type { ServiceContext } from '../context.js'
-import type { Bindings, Tx } from '../db.js'
+import type { Tx } from '../db.js'
 import { isUuid } from '../db.js'
 import { AppError, notFound, validationError } from '../errors.js'
 import { parse } from '../validation.js'
@@ -178,28 +178,56 @@ export async function getObject (ctx: ServiceContext, id: string, t: sql.TimePoi
   return toObjectDto(row)
 }
 
-const SORT_COLUMNS: Record<string, string> = {
-  id: 'o.id', publicId: 'o.public_id', typeId: 'o.type_id', workflowState: 'o.workflow_state', createdAt: 'o.created_at', updatedAt: 'o.updated_at'
+// The documented sort keys (CONTRACT "Objects"). Each has an index serving both directions
+// (migration 202611230201); NOT NULL columns get no NULLS LAST, which would defeat it. publicId is
+// unique per tenant, so it needs no id tie-breaker.
+const SORT_COLUMNS: Record<string, { expr: string, nullable: boolean, unique: boolean }> = {
+  id: { expr: 'o.id', nullable: false, unique: true },
+  publicId: { expr: 'o.public_id', nullable: false, unique: true },
+  typeId: { expr: 'o.type_id', nullable: false, unique: false },
+  workflowState: { expr: 'o.workflow_state', nullable: true, unique: false },
+  createdAt: { expr: 'o.created_at', nullable: false, unique: false },
+  updatedAt: { expr: 'o.updated_at', nullable: false, unique: false }
 }
 
 /** sortBy -> SQL: a fixed column, or attributes.<path> as a bound jsonb path (never spliced). */
-export function sortExpression (sortBy: string): { expr: string, params: Bindings } {
+export function sortExpression (sortBy: string): sql.SortKey {
   const col = SORT_COLUMNS[sortBy]
-  if (col !== undefined) return { expr: col, params: [] }
+  if (col !== undefined) return { ...col, params: [] }
   const m = /^attributes\.(.+)$/.exec(sortBy)
   if (!m) throw validationError('sortBy', `cannot sort by "${sortBy}"`)
-  return { expr: 'o.attributes #> ?::text[]', params: [m[1].split('.')] }
+  return { expr: 'o.attributes #> ?::text[]', params: [m[1].split('.')], nullable: true, unique: false }
 }
 
 export interface ListQuery { limit: number, offset: number, typeId?: string, sortBy: string, sortOrder: 'asc' | 'desc', asOf?: string, validAt?: string }
 
+/**
+ * A page and its total. The current set's total is the exact counter the writes keep (all
+ * objects, or one type); a time-travel read cannot use it (it counts now), so it counts up to
+ * 10,000 and estimates above (CONTRACT "Lists").
+ */
 export async function listObjects (ctx: ServiceContext, q: ListQuery): Promise<Page<ReturnType<typeof toListItem>>> {
   await access.authorize(ctx, 'objects', 'read')
-  assertOneTimeAxis(q)
-  const { rows, total } = await sql.listObjects(ctx.db, ctx.tenantId, { asOf: q.asOf, validAt: q.validAt }, {
-    typeId: q.typeId, sort: sortExpression(q.sortBy), order: q.sortOrder, limit: q.limit, offset: q.offset
-  })
-  return page(rows.map(toListItem), q.limit, q.offset, total)
+  const t = { asOf: q.asOf, validAt: q.validAt }
+  assertOneTimeAxis(t)
+  const current = q.asOf === undefined && q.validAt === undefined
+  const [{ rows, more }, count] = await Promise.all([
+    sql.listObjects(ctx.db, ctx.tenantId, t, listFilter(q)),
+    current
+      ? counters.total(ctx.db, ctx.tenantId, counters.OBJECTS, q.typeId === undefined ? null : [q.typeId]).then(total => ({ total, exact: true }))
+      : sql.countObjects(ctx.db, ctx.tenantId, t, q.typeId)
+  ])
+  return page(rows.map(toListItem), q.limit, q.offset, count.total, { exact: count.exact, more })
+}
+
+function listFilter (q: ListQuery): sql.ListFilter {
+  return { typeId: q.typeId, sort: sortExpression(q.sortBy), order: q.sortOrder, limit: q.limit, offset: q.offset }
+}
+
+/** The plan of a list page (diagnostics and tests; not an endpoint). */
+export async function explainList (ctx: ServiceContext, q: ListQuery): Promise<string> {
+  await access.authorize(ctx, 'objects', 'read')
+  return sql.explainList(ctx.db, ctx.tenantId, { asOf: q.asOf, validAt: q.validAt }, listFilter(q))
 }
 
 export async function objectHistory (ctx: ServiceContext, id: string, q: { limit: number, offset: number }) {

@@ -1,5 +1,6 @@
 import { prepared, type Bindings, type Queryable, type Tx } from '../db.js'
 import type { Geometry } from '../geo/geojson.js'
+import { boundedCount, type Total } from '../counting.js'
 
 /** The uniform shape of an object row, current or historical. */
 export interface ObjectRow {
@@ -194,21 +195,45 @@ export async function findObject (db: Queryable, tenantId: string, id: string, t
   return r.rows[0] ?? null
 }
 
-export interface ListFilter { typeId?: string, sort: { expr: string, params: Bindings }, order: 'asc' | 'desc', limit: number, offset: number }
+/** A sort key: its SQL over `o`, whether it can be null (nulls sort last) and is unique per tenant. */
+export interface SortKey { expr: string, params: Bindings, nullable: boolean, unique: boolean }
 
-export async function listObjects (db: Queryable, tenantId: string, t: TimePoint, f: ListFilter): Promise<{ rows: ObjectRow[], total: number }> {
+export interface ListFilter { typeId?: string, sort: SortKey, order: 'asc' | 'desc', limit: number, offset: number }
+
+function listWhere (tenantId: string, t: TimePoint, typeId: string | undefined): { from: string, params: Bindings } {
   const src = objectSource([tenantId], t)
-  const where: string[] = []
-  const params: Bindings = []
-  if (f.typeId !== undefined) { where.push('o.type_id = ?'); params.push(f.typeId) }
-  const cond = where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''
+  if (typeId === undefined) return { from: `${src.sql} o`, params: src.params }
+  return { from: `${src.sql} o WHERE o.type_id = ?`, params: [...src.params, typeId] }
+}
+
+/**
+ * A page, read one row beyond it so that `more` is exact. The ORDER BY matches an index of
+ * migration 202611230201 in either direction (the index gives the page; no sort of the set).
+ */
+export function listStatement (tenantId: string, t: TimePoint, f: ListFilter): { sql: string, params: Bindings } {
+  const w = listWhere(tenantId, t, f.typeId)
   const dir = f.order === 'desc' ? 'DESC' : 'ASC'
-  const [rows, count] = await Promise.all([
-    db.raw(`SELECT ${COLS} FROM ${src.sql} o ${cond} ORDER BY ${f.sort.expr} ${dir} NULLS LAST, o.id ${dir} LIMIT ? OFFSET ?`,
-      [...src.params, ...params, ...f.sort.params, f.limit, f.offset]),
-    db.raw(`SELECT count(*)::int AS n FROM ${src.sql} o ${cond}`, [...src.params, ...params])
-  ])
-  return { rows: rows.rows, total: count.rows[0].n }
+  const order = `${f.sort.expr} ${dir}${f.sort.nullable ? ' NULLS LAST' : ''}${f.sort.unique ? '' : `, o.id ${dir}`}`
+  return { sql: `SELECT ${COLS} FROM ${w.from} ORDER BY ${order} LIMIT ? OFFSET ?`, params: [...w.params, ...f.sort.params, f.limit + 1, f.offset] }
+}
+
+export async function listObjects (db: Queryable, tenantId: string, t: TimePoint, f: ListFilter): Promise<{ rows: ObjectRow[], more: boolean }> {
+  const s = listStatement(tenantId, t, f)
+  const r = await db.raw(s.sql, s.params)
+  return { rows: r.rows.slice(0, f.limit), more: r.rows.length > f.limit }
+}
+
+/** The plan of a list page (diagnostics and the plan tests). */
+export async function explainList (db: Queryable, tenantId: string, t: TimePoint, f: ListFilter): Promise<string> {
+  const s = listStatement(tenantId, t, f)
+  const r = await db.raw(`EXPLAIN ${s.sql}`, s.params)
+  return r.rows.map((row: { 'QUERY PLAN': string }) => row['QUERY PLAN']).join('\n')
+}
+
+/** The size of a time-travel list: exact up to 10,000, estimated above. */
+export function countObjects (db: Queryable, tenantId: string, t: TimePoint, typeId: string | undefined): Promise<Total> {
+  const w = listWhere(tenantId, t, typeId)
+  return boundedCount(db, `SELECT 1 FROM ${w.from}`, w.params)
 }
 
 export interface VersionRow extends ObjectRow {

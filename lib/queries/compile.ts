@@ -144,7 +144,8 @@ export function orderBy (sorts: Sort[]): Fragment {
     const nullable = s.field.kind === 'attribute' || s.field.nullable
     return sql`${sortKey(s.field)}${trusted(dir + (nullable ? ' NULLS LAST' : ''))}`
   })
-  if (!sorts.some(s => s.field.kind === 'column' && s.field.name === 'id')) keys.push(trusted(`o.id ${sorts[0]?.order === 'desc' ? 'DESC' : 'ASC'}`))
+  // publicId is unique per tenant: a tie-breaker after it would only defeat its index.
+  if (!sorts.some(s => s.field.kind === 'column' && (s.field.name === 'id' || s.field.name === 'publicId'))) keys.push(trusted(`o.id ${sorts[0]?.order === 'desc' ? 'DESC' : 'ASC'}`))
   return join(keys, ', ')
 }
 

@@ -30,17 +30,24 @@ export async function queryObjects (ctx: ServiceContext, params: ListParams): Pr
   return findObjects(ctx, fromListParams(params))
 }
 
-/** Compiles once, then reads the page and the whole set's count and aggregates in parallel. */
+/**
+ * Compiles once, then reads the page (one row beyond it, so hasMore is exact) and the set's
+ * size in parallel: with aggregations, count and aggregates over the whole filtered set; without,
+ * a count exact up to 10,000 and the planner's estimate above (CONTRACT "Lists").
+ */
 async function findObjects (ctx: ServiceContext, q: Query): Promise<QueryPage> {
   const src = sql.source(ctx.tenantId, q.asOf)
   const where = whereClause(q.filter)
   const aggregates = q.aggregations.length > 0 ? aggregateList(q.aggregations) : null
   const [rows, stats] = await Promise.all([
-    sql.selectPage(ctx.db, sql.pageStatement(src, where, orderBy(q.sorts), q.limit, q.offset)),
-    sql.selectStats(ctx.db, src, where, aggregates)
+    sql.selectPage(ctx.db, sql.pageStatement(src, where, orderBy(q.sorts), q.limit + 1, q.offset)),
+    aggregates === null
+      ? sql.countMatches(ctx.db, src, where).then(c => ({ ...c, aggregates: {} as Record<string, unknown> }))
+      : sql.selectStats(ctx.db, src, where, aggregates).then(s => ({ total: s.total, exact: true, aggregates: s as Record<string, unknown> }))
   ])
-  const result: QueryPage = page(rows.map(toQueryItem), q.limit, q.offset, stats.total)
-  if (aggregates !== null) result.aggregations = q.aggregations.map((a, i) => toAggregateDto(a, stats[`a${i}`]))
+  const items = rows.slice(0, q.limit).map(toQueryItem)
+  const result: QueryPage = page(items, q.limit, q.offset, stats.total, { exact: stats.exact, more: rows.length > q.limit })
+  if (aggregates !== null) result.aggregations = q.aggregations.map((a, i) => toAggregateDto(a, stats.aggregates[`a${i}`]))
   return result
 }
 

@@ -1,4 +1,5 @@
 import type { Queryable } from '../db.js'
+import { boundedCount, type Total } from '../counting.js'
 import * as objects from '../objects/index.js'
 import { Fragment, sql, trusted } from './fragment.js'
 import { LIMITS } from './fields.js'
@@ -62,6 +63,12 @@ export async function selectStats (db: Queryable, src: Fragment, where: Fragment
   const extra = aggregates === null ? trusted('') : sql`, ${aggregates}`
   const r = await run(db, sql`SELECT count(*) AS total${extra} FROM ${src} o WHERE ${where}`)
   return r.rows[0]
+}
+
+/** The size of the filtered set: exact up to 10,000, the planner's estimate above. */
+export function countMatches (db: Queryable, src: Fragment, where: Fragment): Promise<Total> {
+  const f = sql`SELECT 1 FROM ${src} o WHERE ${where}`
+  return boundedCount(db, f.text, f.params)
 }
 
 export interface GraphRows {
