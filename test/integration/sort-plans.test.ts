@@ -62,4 +62,16 @@ describe('object lists: every documented sort uses an index', () => {
       assert.equal(r.pagination.total, 20000)
     }
   })
+
+  it('a filtered total is exact up to 10,000 and the planner\'s estimate above, flagged totalExact: false', async () => {
+    const small = await f.run({ filters: [{ field: 'attributes.n', operator: 'lt', value: 10000 }], limit: 10 })
+    assert.deepEqual(small.pagination, { limit: 10, offset: 0, total: 10000, hasMore: true })
+    const large = await f.run({ filters: [{ field: 'attributes.n', operator: 'gte', value: 0 }], limit: 10 })
+    assert.equal(large.pagination.totalExact, false)
+    assert.equal(large.pagination.hasMore, true)
+    assert.ok(large.pagination.total > 10000, String(large.pagination.total))
+    const asOf = await objects.listObjects(f.ctx, { limit: 10, offset: 0, sortBy: 'createdAt', sortOrder: 'asc', asOf: new Date().toISOString() })
+    assert.equal(asOf.pagination.total, 0, 'rows inserted by hand have no history')
+    assert.equal(asOf.pagination.totalExact, undefined)
+  })
 })
