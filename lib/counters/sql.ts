@@ -9,12 +9,17 @@ export interface CounterDelta {
 
 /** Adds the deltas as new rows (never an update of a shared row: no lock between writers). */
 export function addStatement (tenantId: string, deltas: CounterDelta[]): Statement {
-  return {
-    sql: `INSERT INTO counter_deltas (tenant_id, counter, bucket, delta)
-      SELECT ?, d->>'c', d->>'b', (d->>'d')::bigint FROM jsonb_array_elements(?::jsonb) AS d`,
-    name: 'counters.add',
-    bindings: [tenantId, JSON.stringify(deltas.map(d => ({ c: d.counter, b: d.bucket ?? '', d: d.delta })))]
-  }
+  return { sql: insertDeltas('jsonb_array_elements(?::jsonb) AS e(v)'), name: 'counters.add', bindings: [tenantId, JSON.stringify(deltas)] }
+}
+
+/** The same insert from rows `e(v)` of another statement, v a CounterDelta as jsonb. */
+export function addFromStatement (tenantId: string, rows: string): Statement {
+  return { sql: insertDeltas(rows), bindings: [tenantId] }
+}
+
+function insertDeltas (rows: string): string {
+  return `INSERT INTO counter_deltas (tenant_id, counter, bucket, delta)
+    SELECT ?, e.v->>'counter', coalesce(e.v->>'bucket', ''), (e.v->>'delta')::bigint FROM ${rows} WHERE (e.v->>'delta')::bigint <> 0`
 }
 
 // Index-only scans of counter_deltas_pkey (tenant_id, counter, bucket, id) INCLUDE (delta).

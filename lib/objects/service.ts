@@ -40,6 +40,22 @@ function actorOf (ctx: ServiceContext) {
 
 const LIVE_DELTA = { created: 1, updated: 0, transitioned: 0, deleted: -1 } as const
 
+/** The audit event and counter deltas of one object change (they need no more than its ids). */
+function changeRecord (kind: 'created' | 'updated' | 'deleted' | 'transitioned', r: { id: string, typeId: string, publicId: string, version: number }, data: Record<string, unknown>) {
+  return {
+    counts: [
+      { counter: counters.OBJECTS, bucket: r.typeId, delta: LIVE_DELTA[kind] },
+      { counter: counters.OBJECT_CHANGES, bucket: r.typeId, delta: 1 }
+    ],
+    audit: {
+      type: kind === 'transitioned' ? 'workflow.transitioned' : `object.${kind}`,
+      resourceType: 'object',
+      resourceId: r.id,
+      data: { typeId: r.typeId, publicId: r.publicId, version: r.version, ...data }
+    }
+  }
+}
+
 /**
  * Audit, outbox and counters for one object change (its history version is written by the
  * change's own statement): recorded by the pipeline in the same transaction.
@@ -47,16 +63,7 @@ const LIVE_DELTA = { created: 1, updated: 0, transitioned: 0, deleted: -1 } as c
 export function recordObjectChange (w: WriteScope, kind: 'created' | 'updated' | 'deleted' | 'transitioned', row: sql.ObjectRow, data: Record<string, unknown> = {}, previous?: sql.ObjectRow): void {
   const object = toObjectDto(row)
   w.record({
-    counts: [
-      { counter: counters.OBJECTS, bucket: row.type_id, delta: LIVE_DELTA[kind] },
-      { counter: counters.OBJECT_CHANGES, bucket: row.type_id, delta: 1 }
-    ],
-    audit: {
-      type: kind === 'transitioned' ? 'workflow.transitioned' : `object.${kind}`,
-      resourceType: 'object',
-      resourceId: row.id,
-      data: { typeId: row.type_id, publicId: row.public_id, version: row.version, ...data }
-    },
+    ...changeRecord(kind, object, data),
     event: {
       type: `object.${kind}`,
       aggregateType: 'object',
@@ -98,26 +105,28 @@ export async function createObject (ctx: ServiceContext, body: unknown): Promise
     const geometry = input.geometry ?? null
     let seq: number | null = null // drawn at most once, so a retry leaves no gap in {{seq}}
     const drawSeq = async () => (seq ??= await sql.nextPublicIdSeq(w.tx, ctx.tenantId, input.typeId))
-    const attempt = async (pub: Published): Promise<sql.ObjectRow | null> => {
+    const attempt = async (pub: Published): Promise<ObjectDto | null> => {
       const def = pub.definition
       const workflowState = def.workflowId === null ? null : await workflowHooks.initialState(ctx, w.tx, def.workflowId)
       assertValid(pub, input.typeId, { typeId: input.typeId, attributes, geometry, workflowState })
       const publicId = await makePublicId({ id, typeKey: pub.key, template: def.publicIdTemplate, attributes }, drawSeq)
-      return sql.insertObject(w.tx, {
+      const object = {
         id, tenantId: ctx.tenantId, typeId: input.typeId, typeVersion: pub.version, publicId,
         attributes, geometry, workflowState, validFrom: input.validFrom ?? null, actor: actorOf(ctx)
-      }).catch((err: { code?: string, constraint?: string }) => {
+      }
+      const change = changeRecord('created', { id, typeId: input.typeId, publicId, version: 1 }, {})
+      const rows = await w.fold<ObjectDto>(sql.insertObjectStatement(object, change)).catch((err: { code?: string, constraint?: string }) => {
         if (err.code === '23505' && err.constraint === 'objects_tenant_public_id') {
           throw new AppError('CONFLICT', `publicId "${publicId}" is already taken in this tenant`, { field: 'publicId', publicId })
         }
         throw err
       })
+      return rows[0] ?? null
     }
-    let row = await attempt(await mustPublish(w.tx, ctx.tenantId, input.typeId, false))
-    row ??= await attempt(await mustPublish(w.tx, ctx.tenantId, input.typeId, true))
-    if (row === null) throw validationError('typeId', 'object type changed while the object was created; retry')
-    recordObjectChange(w, 'created', row)
-    return toObjectDto(row)
+    let created = await attempt(await mustPublish(w.tx, ctx.tenantId, input.typeId, false))
+    created ??= await attempt(await mustPublish(w.tx, ctx.tenantId, input.typeId, true))
+    if (created === null) throw validationError('typeId', 'object type changed while the object was created; retry')
+    return created
   })
 }
 

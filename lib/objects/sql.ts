@@ -1,6 +1,7 @@
 import { prepared, type Bindings, type Queryable, type Tx } from '../db.js'
 import type { Geometry } from '../geo/geojson.js'
 import { boundedCount, type Total } from '../counting.js'
+import type { FoldedStatement } from '../pipeline.js'
 
 /** The uniform shape of an object row, current or historical. */
 export interface ObjectRow {
@@ -45,33 +46,45 @@ export interface NewObject {
   actor: object
 }
 
+// An object as the API shows it (dto.ts toObjectDto), built by PostgreSQL: timestamps as ISO text
+// in UTC with milliseconds, as Date.toISOString gives them.
+const ISO = `'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'`
+const iso = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', ${ISO})`
+export const objectJson = (o: string) => `json_build_object('id', ${o}.id, 'typeId', ${o}.type_id, 'publicId', ${o}.public_id,
+  'attributes', ${o}.attributes, 'geometry', ST_AsGeoJSON(${o}.geom)::json, 'workflowState', ${o}.workflow_state, 'version', ${o}.version,
+  'validFrom', ${iso(`${o}.valid_from`)}, 'createdAt', ${iso(`${o}.created_at`)}, 'updatedAt', ${iso(`${o}.updated_at`)})`
+
 /**
- * Inserts the object and its first history version in one statement, on condition that
- * `typeVersion` is still the type's published version and the type is live. The condition holds
- * a KEY SHARE lock on the type row until commit, so a concurrent type delete (which locks the row
- * FOR UPDATE before counting live objects) either waits and sees this object, or wins and makes
- * the condition fail. Returns null when the condition failed: nothing was written.
+ * Inserts the object and its first history version, on condition that `typeVersion` is still
+ * the type's published version and the type is live; the change rows come back with the object
+ * as the API shows it (built here, so the outbox payload is exactly the response), for the
+ * pipeline to fold its audit, outbox and counter inserts into the same statement (one round
+ * trip). The condition holds a KEY SHARE lock on the type row until commit, so a concurrent type
+ * delete (which locks the row FOR UPDATE before counting live objects) either waits and sees
+ * this object, or wins and makes the condition fail: then no row comes back and nothing was
+ * written. `change` holds the audit event and counter deltas (known before the insert).
  */
-export async function insertObject (tx: Tx, o: NewObject): Promise<ObjectRow | null> {
-  const r = await prepared(tx, 'objects.insert', `
-    WITH ${NOW},
-    t AS (
+export function insertObjectStatement (o: NewObject, change: { audit: unknown, counts: unknown }): FoldedStatement {
+  return {
+    name: 'objects.insert',
+    ctes: [NOW, `t AS (
       SELECT 1 FROM object_types WHERE id = ? AND tenant_id = ? AND published_version = ? AND deleted_at IS NULL
       FOR KEY SHARE
-    ),
-    o AS (
+    )`, `o AS (
       INSERT INTO objects (id, tenant_id, type_id, type_version, public_id, attributes, geom, workflow_state, version, valid_from, created_at, updated_at)
       SELECT ?, ?, ?, ?, ?, ?::jsonb, ST_SetSRID(ST_GeomFromGeoJSON(?::text), 4326), ?, 1, coalesce(${VALID_FROM}, now.t), now.t, now.t FROM now, t
       RETURNING *
-    ),
-    v AS (
+    )`, `v AS (
       ${VERSION_INSERT}
       SELECT id, 1, tenant_id, type_id, public_id, 'created', attributes, geom, workflow_state, created_at, updated_at, valid_from, created_at, ?::jsonb FROM o
-    )
-    SELECT ${COLS} FROM o`,
-  [o.typeId, o.tenantId, o.typeVersion, o.id, o.tenantId, o.typeId, o.typeVersion, o.publicId, JSON.stringify(o.attributes),
-    o.geometry === null ? null : JSON.stringify(o.geometry), o.workflowState, o.validFrom, JSON.stringify(o.actor)])
-  return r.rows[0] ?? null
+    )`, `j AS (SELECT ${objectJson('o')} AS body FROM o)`],
+    select: `SELECT 1 AS n, j.body AS result, jsonb_build_object('audit', ?::jsonb, 'counts', ?::jsonb,
+      'event', jsonb_build_object('type', 'object.created', 'aggregateType', 'object', 'aggregateId', o.id, 'payload', jsonb_build_object('object', j.body::jsonb))) AS change
+      FROM o, j`,
+    bindings: [o.typeId, o.tenantId, o.typeVersion, o.id, o.tenantId, o.typeId, o.typeVersion, o.publicId, JSON.stringify(o.attributes),
+      o.geometry === null ? null : JSON.stringify(o.geometry), o.workflowState, o.validFrom, JSON.stringify(o.actor),
+      JSON.stringify(change.audit), JSON.stringify(change.counts)]
+  }
 }
 
 /** The live object, locked until the transaction ends (serialises writers of one object). */

@@ -14,3 +14,8 @@ export { hasPending } from './sql.js'
 export function emitStatement (tenantId: string, events: sql.DomainEvent[]): Statement | null {
   return events.length === 0 ? null : sql.emitStatement(tenantId, events)
 }
+
+/** The same events read from rows `e(v, n)` of the statement they are folded into (lib/pipeline). */
+export function emitFromStatement (tenantId: string, rows: string): Statement {
+  return sql.emitFromStatement(tenantId, rows)
+}
