@@ -75,7 +75,8 @@ export function http (env: { baseUrl: string }, token: string, method: string, p
         else resolve(JSON.parse(text))
       })
     })
-    req.on('error', reject)
+    // A kept-alive socket the server closed while idle (its keep-alive timeout): send again.
+    req.on('error', err => (req.reusedSocket && (err as { code?: string }).code === 'ECONNRESET' ? http(env, token, method, path, body).then(resolve, reject) : reject(err)))
     req.end(payload)
   })
 }

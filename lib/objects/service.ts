@@ -5,7 +5,7 @@ import { isUuid } from '../db.js'
 import { AppError, notFound, validationError } from '../errors.js'
 import { parse } from '../validation.js'
 import { assertStorable } from '../storable.js'
-import { page, type Page } from '../schemas.js'
+import { page, pageJson, pagination, type Page } from '../schemas.js'
 import * as access from '../access/index.js'
 import { runWrite, type WriteScope } from '../pipeline.js'
 import * as objectTypes from '../object-types/index.js'
@@ -15,7 +15,7 @@ import * as schema from './schema.js'
 import * as sql from './sql.js'
 import { mergePatch } from './merge-patch.js'
 import { renderPublicId, usesSequence } from './public-id.js'
-import { toHistoryItem, toListItem, toObjectDto, type ObjectDto } from './dto.js'
+import { toHistoryItem, toObjectDto, type ObjectDto } from './dto.js'
 
 /** Workflows register how a new object gets its initial state; without them it is null. */
 export const workflowHooks = {
@@ -181,10 +181,14 @@ function assertOneTimeAxis (t: sql.TimePoint): void {
 }
 
 export async function getObject (ctx: ServiceContext, id: string, t: sql.TimePoint): Promise<ObjectDto> {
+  return JSON.parse((await getObjectJson(ctx, id, t)).json)
+}
+
+/** The object as JSON text built by PostgreSQL (what GET /v1/objects/:id sends) and its version. */
+export async function getObjectJson (ctx: ServiceContext, id: string, t: sql.TimePoint): Promise<{ json: string, version: number }> {
   await access.authorize(ctx, 'objects', 'read')
   assertOneTimeAxis(t)
-  const row = (isUuid(id) ? await sql.findObject(ctx.db, ctx.tenantId, id, t) : null) ?? notFound('object', id)
-  return toObjectDto(row)
+  return (isUuid(id) ? await sql.findObjectJson(ctx.db, ctx.tenantId, id, t) : null) ?? notFound('object', id)
 }
 
 // The documented sort keys (CONTRACT "Objects"). Each has an index serving both directions
@@ -215,18 +219,23 @@ export interface ListQuery { limit: number, offset: number, typeId?: string, sor
  * objects, or one type); a time-travel read cannot use it (it counts now), so it counts up to
  * 10,000 and estimates above (CONTRACT "Lists").
  */
-export async function listObjects (ctx: ServiceContext, q: ListQuery): Promise<Page<ReturnType<typeof toListItem>>> {
+export async function listObjects (ctx: ServiceContext, q: ListQuery): Promise<Page<ObjectDto & { objectId: string }>> {
+  return JSON.parse(await listObjectsJson(ctx, q))
+}
+
+/** The list envelope as JSON text, its items built by PostgreSQL (what GET /v1/objects sends). */
+export async function listObjectsJson (ctx: ServiceContext, q: ListQuery): Promise<string> {
   await access.authorize(ctx, 'objects', 'read')
   const t = { asOf: q.asOf, validAt: q.validAt }
   assertOneTimeAxis(t)
   const current = q.asOf === undefined && q.validAt === undefined
-  const [{ rows, more }, count] = await Promise.all([
-    sql.listObjects(ctx.db, ctx.tenantId, t, listFilter(q)),
+  const [p, count] = await Promise.all([
+    sql.listObjectsJson(ctx.db, ctx.tenantId, t, listFilter(q)),
     current
       ? counters.total(ctx.db, ctx.tenantId, counters.OBJECTS, q.typeId === undefined ? null : [q.typeId]).then(total => ({ total, exact: true }))
       : sql.countObjects(ctx.db, ctx.tenantId, t, q.typeId)
   ])
-  return page(rows.map(toListItem), q.limit, q.offset, count.total, { exact: count.exact, more })
+  return pageJson(p.items, pagination(p.count, q.limit, q.offset, count.total, { exact: count.exact, more: p.more }))
 }
 
 function listFilter (q: ListQuery): sql.ListFilter {

@@ -50,9 +50,9 @@ export interface NewObject {
 // in UTC with milliseconds, as Date.toISOString gives them.
 const ISO = `'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'`
 const iso = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', ${ISO})`
-export const objectJson = (o: string) => `json_build_object('id', ${o}.id, 'typeId', ${o}.type_id, 'publicId', ${o}.public_id,
+export const objectJson = (o: string, listItem = false) => `json_build_object('id', ${o}.id, 'typeId', ${o}.type_id, 'publicId', ${o}.public_id,
   'attributes', ${o}.attributes, 'geometry', ST_AsGeoJSON(${o}.geom)::json, 'workflowState', ${o}.workflow_state, 'version', ${o}.version,
-  'validFrom', ${iso(`${o}.valid_from`)}, 'createdAt', ${iso(`${o}.created_at`)}, 'updatedAt', ${iso(`${o}.updated_at`)})`
+  'validFrom', ${iso(`${o}.valid_from`)}, 'createdAt', ${iso(`${o}.created_at`)}, 'updatedAt', ${iso(`${o}.updated_at`)}${listItem ? `, 'objectId', ${o}.id` : ''})`
 
 /**
  * Inserts the object and its first history version, on condition that `typeVersion` is still
@@ -199,12 +199,13 @@ export function objectSource (tenantParam: Bindings, t: TimePoint): { sql: strin
   }
 }
 
-export async function findObject (db: Queryable, tenantId: string, id: string, t: TimePoint): Promise<ObjectRow | null> {
+/** The object as the API shows it, as JSON text built by PostgreSQL, and its version (ETag). */
+export async function findObjectJson (db: Queryable, tenantId: string, id: string, t: TimePoint): Promise<{ json: string, version: number } | null> {
   const src = objectSource([tenantId], t)
-  const text = `SELECT ${COLS} FROM ${src.sql} o WHERE o.id = ?`
+  const text = `SELECT ${objectJson('o')}::text AS json, o.version FROM ${src.sql} o WHERE o.id = ?`
   // The current read is the hot one and its text is fixed; time-travel reads vary less often.
   const current = t.asOf === undefined && t.validAt === undefined
-  const r = await (current ? prepared(db, 'objects.get', text, [...src.params, id]) : db.raw(text, [...src.params, id]))
+  const r = await (current ? prepared(db, 'objects.get-json', text, [...src.params, id]) : db.raw(text, [...src.params, id]))
   return r.rows[0] ?? null
 }
 
@@ -227,13 +228,16 @@ export function listStatement (tenantId: string, t: TimePoint, f: ListFilter): {
   const w = listWhere(tenantId, t, f.typeId)
   const dir = f.order === 'desc' ? 'DESC' : 'ASC'
   const order = `${f.sort.expr} ${dir}${f.sort.nullable ? ' NULLS LAST' : ''}${f.sort.unique ? '' : `, o.id ${dir}`}`
-  return { sql: `SELECT ${COLS} FROM ${w.from} ORDER BY ${order} LIMIT ? OFFSET ?`, params: [...w.params, ...f.sort.params, f.limit + 1, f.offset] }
+  return { sql: `SELECT o.* FROM ${w.from} ORDER BY ${order} LIMIT ? OFFSET ?`, params: [...w.params, ...f.sort.params, f.limit + 1, f.offset] }
 }
 
-export async function listObjects (db: Queryable, tenantId: string, t: TimePoint, f: ListFilter): Promise<{ rows: ObjectRow[], more: boolean }> {
+/** The page's items as a JSON array built by PostgreSQL, their number, and whether more follow. */
+export async function listObjectsJson (db: Queryable, tenantId: string, t: TimePoint, f: ListFilter): Promise<{ items: string, count: number, more: boolean }> {
   const s = listStatement(tenantId, t, f)
-  const r = await db.raw(s.sql, s.params)
-  return { rows: r.rows.slice(0, f.limit), more: r.rows.length > f.limit }
+  const r = await db.raw(`SELECT coalesce(json_agg(x.item ORDER BY x.rn) FILTER (WHERE x.rn <= ?), '[]')::text AS items,
+      least(count(*), ?)::int AS count, count(*) > ? AS more
+    FROM (SELECT ${objectJson('p', true)} AS item, row_number() OVER () AS rn FROM (${s.sql}) p) x`, [f.limit, f.limit, f.limit, ...s.params])
+  return r.rows[0]
 }
 
 /** The plan of a list page (diagnostics and the plan tests). */

@@ -1,10 +1,10 @@
 import type { ServiceContext } from '../context.js'
 import * as access from '../access/index.js'
-import { page, type Page } from '../schemas.js'
+import { pageJson, pagination, type Page } from '../schemas.js'
 import { aggregateList, orderBy, whereClause } from './compile.js'
 import { fromListParams, parseRunQuery, type ListParams } from './parse.js'
 import * as sql from './sql.js'
-import { toAggregateDto, toQueryItem, type QueryItem } from './dto.js'
+import { toAggregateDto, type QueryItem } from './dto.js'
 import type { GraphSpec, Query } from './types.js'
 
 /**
@@ -18,14 +18,23 @@ export type GraphResult = sql.GraphRows
 
 /** POST /v1/queries/objects/run: a page with aggregations, or the expanded graph. */
 export async function runQuery (ctx: ServiceContext, body: unknown): Promise<QueryPage | GraphResult> {
+  return JSON.parse(await runQueryJson(ctx, body))
+}
+
+/** The same answer as JSON text, a page's items serialised by PostgreSQL (what the route sends). */
+export async function runQueryJson (ctx: ServiceContext, body: unknown): Promise<string> {
   await access.authorize(ctx, 'objects', 'read')
   const q = parseRunQuery(body)
   for (const hook of queryHooks.beforeRun) await hook(ctx)
-  return q.graph === null ? findObjects(ctx, q) : expandGraph(ctx, q, q.graph)
+  return q.graph === null ? findObjects(ctx, q) : JSON.stringify(await expandGraph(ctx, q, q.graph))
 }
 
 /** GET /v1/queries/objects: typeId, status (workflowState), paging and one sort key. */
 export async function queryObjects (ctx: ServiceContext, params: ListParams): Promise<QueryPage> {
+  return JSON.parse(await queryObjectsJson(ctx, params))
+}
+
+export async function queryObjectsJson (ctx: ServiceContext, params: ListParams): Promise<string> {
   await access.authorize(ctx, 'objects', 'read')
   return findObjects(ctx, fromListParams(params))
 }
@@ -35,20 +44,18 @@ export async function queryObjects (ctx: ServiceContext, params: ListParams): Pr
  * size in parallel: with aggregations, count and aggregates over the whole filtered set; without,
  * a count exact up to 10,000 and the planner's estimate above (CONTRACT "Lists").
  */
-async function findObjects (ctx: ServiceContext, q: Query): Promise<QueryPage> {
+async function findObjects (ctx: ServiceContext, q: Query): Promise<string> {
   const src = sql.source(ctx.tenantId, q.asOf)
   const where = whereClause(q.filter)
   const aggregates = q.aggregations.length > 0 ? aggregateList(q.aggregations) : null
-  const [rows, stats] = await Promise.all([
-    sql.selectPage(ctx.db, sql.pageStatement(src, where, orderBy(q.sorts), q.limit + 1, q.offset)),
+  const [p, stats] = await Promise.all([
+    sql.selectPageJson(ctx.db, sql.pageJsonStatement(src, where, orderBy(q.sorts), q.limit, q.offset)),
     aggregates === null
       ? sql.countMatches(ctx.db, src, where).then(c => ({ ...c, aggregates: {} as Record<string, unknown> }))
       : sql.selectStats(ctx.db, src, where, aggregates).then(s => ({ total: s.total, exact: true, aggregates: s as Record<string, unknown> }))
   ])
-  const items = rows.slice(0, q.limit).map(toQueryItem)
-  const result: QueryPage = page(items, q.limit, q.offset, stats.total, { exact: stats.exact, more: rows.length > q.limit })
-  if (aggregates !== null) result.aggregations = q.aggregations.map((a, i) => toAggregateDto(a, stats.aggregates[`a${i}`]))
-  return result
+  const extra = aggregates === null ? {} : { aggregations: q.aggregations.map((a, i) => toAggregateDto(a, stats.aggregates[`a${i}`])) }
+  return pageJson(p.items, pagination(p.count, q.limit, q.offset, stats.total, { exact: stats.exact, more: p.more }), extra)
 }
 
 /** With objectIds those are the start and filters do not apply; else the filtered page is. */
@@ -64,5 +71,5 @@ async function expandGraph (ctx: ServiceContext, q: Query, g: GraphSpec): Promis
 export async function explainQuery (ctx: ServiceContext, body: unknown): Promise<string> {
   await access.authorize(ctx, 'objects', 'read')
   const q = parseRunQuery(body)
-  return sql.explain(ctx.db, sql.pageStatement(sql.source(ctx.tenantId, q.asOf), whereClause(q.filter), orderBy(q.sorts), q.limit, q.offset))
+  return sql.explain(ctx.db, sql.pageJsonStatement(sql.source(ctx.tenantId, q.asOf), whereClause(q.filter), orderBy(q.sorts), q.limit, q.offset))
 }

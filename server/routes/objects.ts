@@ -13,7 +13,8 @@ export const registerObjectRoutes: RouteRegistrar = (router, guards) => {
     summary: 'List objects (asOf: transaction time; validAt: valid time)',
     query: S.ListObjectsQuery, responses: { 200: { description: 'a page of objects', schema: S.ObjectList } }, errors: [400]
   }, async ctx => {
-    ctx.body = await objects.listObjects(service(ctx), parseQuery<objects.ListQuery>(S.ListObjectsQuery, ctx.query))
+    ctx.type = 'application/json'
+    ctx.body = await objects.listObjectsJson(service(ctx), parseQuery<objects.ListQuery>(S.ListObjectsQuery, ctx.query))
   })
 
   defineRoute(router, guards, {
@@ -35,9 +36,10 @@ export const registerObjectRoutes: RouteRegistrar = (router, guards) => {
     responses: { 200: { description: 'the object', schema: S.ObjectBody, headers: ETagHeader } }, errors: [400, 404]
   }, async ctx => {
     const t = parseQuery<objects.TimePoint>(S.GetObjectQuery, ctx.query)
-    const o = await objects.getObject(service(ctx), ctx.params.id, t)
+    const o = await objects.getObjectJson(service(ctx), ctx.params.id, t)
     setVersionHeaders(ctx, o.version)
-    ctx.body = o
+    ctx.type = 'application/json'
+    ctx.body = o.json
   })
 
   defineRoute(router, guards, {
