@@ -25,6 +25,8 @@ export interface WriteSpec {
   action: access.Action
   /** A license limit this write counts against (e.g. object_count on create). */
   limit?: string
+  /** How many units of `limit` this write uses (a batch create: one per object); 1 when absent. */
+  units?: number
 }
 
 export interface Change {

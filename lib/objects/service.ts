@@ -92,42 +92,97 @@ async function mustPublish (db: Tx, tenantId: string, typeId: string, fresh: boo
   return pub
 }
 
+/** A create refused because a type's published version changed since it was cached. */
+const STALE_TYPE = new Error('stale published type')
+
 /**
  * Validates against the type's published definition (from the in-process cache) and inserts on
  * condition that the definition is still the published one; when it is not (a newer version was
- * published, or the type was deleted), the definition is read afresh and the create tried once more.
+ * published, or the type was deleted), the write is rolled back and tried once more with the
+ * definitions read afresh.
  */
 export async function createObject (ctx: ServiceContext, body: unknown): Promise<ObjectDto> {
   const input = parse<CreateInput>(schema.CreateObjectBody, body)
-  return runWrite(ctx, { resource: 'objects', action: 'write', limit: 'object_count' }, async w => {
-    const id = randomUUID()
-    const attributes = input.attributes ?? {}
-    const geometry = input.geometry ?? null
-    let seq: number | null = null // drawn at most once, so a retry leaves no gap in {{seq}}
-    const drawSeq = async () => (seq ??= await sql.nextPublicIdSeq(w.tx, ctx.tenantId, input.typeId))
-    const attempt = async (pub: Published): Promise<ObjectDto | null> => {
-      const def = pub.definition
-      const workflowState = def.workflowId === null ? null : await workflowHooks.initialState(ctx, w.tx, def.workflowId)
-      assertValid(pub, input.typeId, { typeId: input.typeId, attributes, geometry, workflowState })
-      const publicId = await makePublicId({ id, typeKey: pub.key, template: def.publicIdTemplate, attributes }, drawSeq)
-      const object = {
-        id, tenantId: ctx.tenantId, typeId: input.typeId, typeVersion: pub.version, publicId,
-        attributes, geometry, workflowState, validFrom: input.validFrom ?? null, actor: actorOf(ctx)
-      }
-      const change = changeRecord('created', { id, typeId: input.typeId, publicId, version: 1 }, {})
-      const rows = await w.fold<ObjectDto>(sql.insertObjectStatement(object, change)).catch((err: { code?: string, constraint?: string }) => {
-        if (err.code === '23505' && err.constraint === 'objects_tenant_public_id') {
-          throw new AppError('CONFLICT', `publicId "${publicId}" is already taken in this tenant`, { field: 'publicId', publicId })
-        }
-        throw err
-      })
-      return rows[0] ?? null
-    }
-    let created = await attempt(await mustPublish(w.tx, ctx.tenantId, input.typeId, false))
-    created ??= await attempt(await mustPublish(w.tx, ctx.tenantId, input.typeId, true))
-    if (created === null) throw validationError('typeId', 'object type changed while the object was created; retry')
-    return created
+  return (await retryOnStaleType(fresh => createMany(ctx, [input], fresh, '')))[0]
+}
+
+/**
+ * POST /v1/objects/batch: up to 1,000 objects in one transaction and one statement, all or
+ * nothing; each has its own audit event, outbox event and counter deltas, and counts one against
+ * the object_count limit (WriteSpec.units). A refused item names its index in the 400's
+ * details.field (`items[17].attributes.height`) and details.index.
+ */
+export async function createObjects (ctx: ServiceContext, body: unknown): Promise<{ items: ObjectDto[] }> {
+  const input = parse<{ items: CreateInput[] }>(schema.CreateObjectsBody, body)
+  return { items: await retryOnStaleType(fresh => createMany(ctx, input.items, fresh, 'items')) }
+}
+
+async function retryOnStaleType<T> (write: (fresh: boolean) => Promise<T>): Promise<T> {
+  try {
+    return await write(false)
+  } catch (err) {
+    if (err !== STALE_TYPE) throw err
+  }
+  return write(true).catch(err => {
+    throw err === STALE_TYPE ? validationError('typeId', 'object type changed while the object was created; retry') : err
   })
+}
+
+async function createMany (ctx: ServiceContext, inputs: CreateInput[], fresh: boolean, listField: string): Promise<ObjectDto[]> {
+  return runWrite(ctx, { resource: 'objects', action: 'write', limit: 'object_count', units: inputs.length }, async w => {
+    const initialStates = new Map<string, Promise<string | null>>()
+    const items: sql.NewObjectChange[] = []
+    for (const [i, input] of inputs.entries()) {
+      const at = listField === '' ? null : { field: `${listField}[${i}]`, index: i }
+      items.push(await withItemPath(at, () => prepareCreate(ctx, w, input, fresh, initialStates)))
+    }
+    const rows = await w.fold<ObjectDto>(sql.insertObjectsStatement(ctx.tenantId, actorOf(ctx), items)).catch((err: { code?: string, constraint?: string, detail?: string }) => {
+      if (err.code === '23505' && err.constraint === 'objects_tenant_public_id') throw publicIdTaken(items, listField, err.detail ?? '')
+      throw err
+    })
+    if (rows.length !== items.length) throw STALE_TYPE
+    return rows
+  })
+}
+
+/** Validation and publicId of one new object; the workflow's initial state is read once per workflow. */
+async function prepareCreate (ctx: ServiceContext, w: WriteScope, input: CreateInput, fresh: boolean, initialStates: Map<string, Promise<string | null>>): Promise<sql.NewObjectChange> {
+  const pub = await mustPublish(w.tx, ctx.tenantId, input.typeId, fresh)
+  const def = pub.definition
+  const attributes = input.attributes ?? {}
+  const geometry = input.geometry ?? null
+  const id = randomUUID()
+  let workflowState: string | null = null
+  if (def.workflowId !== null) {
+    if (!initialStates.has(def.workflowId)) initialStates.set(def.workflowId, workflowHooks.initialState(ctx, w.tx, def.workflowId))
+    workflowState = await initialStates.get(def.workflowId)!
+  }
+  assertValid(pub, input.typeId, { typeId: input.typeId, attributes, geometry, workflowState })
+  const publicId = await makePublicId({ id, typeKey: pub.key, template: def.publicIdTemplate, attributes }, () => sql.nextPublicIdSeq(w.tx, ctx.tenantId, input.typeId))
+  const object = { id, typeId: input.typeId, typeVersion: pub.version, publicId, attributes, geometry, workflowState, validFrom: input.validFrom ?? null }
+  return { object, ...changeRecord('created', { id, typeId: input.typeId, publicId, version: 1 }, {}) }
+}
+
+/** Re-throws an item's VALIDATION_ERROR with its path in the batch (`items[3].attributes.x`). */
+async function withItemPath<T> (at: { field: string, index: number } | null, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn()
+  } catch (err) {
+    if (at === null || !(err instanceof AppError) || err.code !== 'VALIDATION_ERROR') throw err
+    const d = err.details as { field?: string, errors?: Array<{ field: string }> }
+    const prefix = (f: string | undefined) => f === undefined || f === '' ? at.field : `${at.field}.${f}`
+    throw new AppError('VALIDATION_ERROR', `${prefix(d.field)}: ${err.message}`, {
+      ...d, field: prefix(d.field), index: at.index, ...(d.errors ? { errors: d.errors.map(e => ({ ...e, field: prefix(e.field) })) } : {})
+    })
+  }
+}
+
+/** 409 naming the publicId (and, in a batch, the item) that is already taken. */
+function publicIdTaken (items: sql.NewObjectChange[], listField: string, detail: string): AppError {
+  const i = items.findIndex(it => detail.includes(`, ${it.object.publicId})`))
+  const publicId = i >= 0 ? items[i].object.publicId : null
+  const field = listField !== '' && i >= 0 ? `${listField}[${i}].publicId` : 'publicId'
+  return new AppError('CONFLICT', `publicId ${publicId === null ? '' : `"${publicId}" `}is already taken in this tenant`, { field, publicId, ...(listField !== '' && i >= 0 ? { index: i } : {}) })
 }
 
 /** Locks the live object and checks the caller's version; the start of every object change. */

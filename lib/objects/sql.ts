@@ -35,7 +35,6 @@ const VERSION_INSERT = `INSERT INTO object_versions (object_id, version, tenant_
 
 export interface NewObject {
   id: string
-  tenantId: string
   typeId: string
   typeVersion: number
   publicId: string
@@ -43,47 +42,58 @@ export interface NewObject {
   geometry: Geometry | null
   workflowState: string | null
   validFrom: string | null
-  actor: object
 }
 
 // An object as the API shows it (dto.ts toObjectDto), built by PostgreSQL: timestamps as ISO text
-// in UTC with milliseconds, as Date.toISOString gives them.
+// in UTC with milliseconds, as Date.toISOString gives them. List items add objectId.
 const ISO = `'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'`
 const iso = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', ${ISO})`
 export const objectJson = (o: string, listItem = false) => `json_build_object('id', ${o}.id, 'typeId', ${o}.type_id, 'publicId', ${o}.public_id,
   'attributes', ${o}.attributes, 'geometry', ST_AsGeoJSON(${o}.geom)::json, 'workflowState', ${o}.workflow_state, 'version', ${o}.version,
   'validFrom', ${iso(`${o}.valid_from`)}, 'createdAt', ${iso(`${o}.created_at`)}, 'updatedAt', ${iso(`${o}.updated_at`)}${listItem ? `, 'objectId', ${o}.id` : ''})`
 
+/** One object to insert, with the audit event and counter deltas of its creation. */
+export interface NewObjectChange { object: NewObject, audit: unknown, counts: unknown }
+
 /**
- * Inserts the object and its first history version, on condition that `typeVersion` is still
- * the type's published version and the type is live; the change rows come back with the object
- * as the API shows it (built here, so the outbox payload is exactly the response), for the
- * pipeline to fold its audit, outbox and counter inserts into the same statement (one round
- * trip). The condition holds a KEY SHARE lock on the type row until commit, so a concurrent type
- * delete (which locks the row FOR UPDATE before counting live objects) either waits and sees
- * this object, or wins and makes the condition fail: then no row comes back and nothing was
- * written. `change` holds the audit event and counter deltas (known before the insert).
+ * Inserts objects (one or a batch) and their first history versions in one statement, each on
+ * condition that its `typeVersion` is still the type's published version and the type is live;
+ * the change rows come back with each object as the API shows it (built here, so the outbox
+ * payload is exactly the response) for the pipeline to fold its audit, outbox and counter inserts
+ * into the same statement (one round trip). The condition holds a KEY SHARE lock on the type rows
+ * until commit, so a concurrent type delete (which locks the row FOR UPDATE before counting live
+ * objects) either waits and sees these objects, or wins and makes the condition fail: objects
+ * whose condition failed are not written and do not come back. All objects are of one tenant and
+ * created by one actor; `n` orders them (audit arrival and outbox position follow it).
  */
-export function insertObjectStatement (o: NewObject, change: { audit: unknown, counts: unknown }): FoldedStatement {
+export function insertObjectsStatement (tenantId: string, actor: object, items: NewObjectChange[]): FoldedStatement {
+  const input = items.map(({ object: o, audit, counts }, n) => ({
+    n, id: o.id, type_id: o.typeId, type_version: o.typeVersion, public_id: o.publicId, attributes: o.attributes, geometry: o.geometry,
+    workflow_state: o.workflowState, valid_from: o.validFrom, audit, counts
+  }))
   return {
     name: 'objects.insert',
-    ctes: [NOW, `t AS (
-      SELECT 1 FROM object_types WHERE id = ? AND tenant_id = ? AND published_version = ? AND deleted_at IS NULL
+    ctes: [NOW, `inp AS MATERIALIZED (
+      SELECT * FROM jsonb_to_recordset(?::jsonb) AS x(n int, id uuid, type_id uuid, type_version int, public_id text, attributes jsonb,
+        geometry jsonb, workflow_state text, valid_from timestamptz, audit jsonb, counts jsonb)
+    )`, `t AS (
+      SELECT id, published_version FROM object_types WHERE tenant_id = ? AND deleted_at IS NULL AND id IN (SELECT type_id FROM inp)
       FOR KEY SHARE
     )`, `o AS (
       INSERT INTO objects (id, tenant_id, type_id, type_version, public_id, attributes, geom, workflow_state, version, valid_from, created_at, updated_at)
-      SELECT ?, ?, ?, ?, ?, ?::jsonb, ST_SetSRID(ST_GeomFromGeoJSON(?::text), 4326), ?, 1, coalesce(${VALID_FROM}, now.t), now.t, now.t FROM now, t
+      SELECT inp.id, ?, inp.type_id, inp.type_version, inp.public_id, inp.attributes, ST_SetSRID(ST_GeomFromGeoJSON(inp.geometry::text), 4326),
+        inp.workflow_state, 1, coalesce(date_trunc('milliseconds', inp.valid_from), now.t), now.t, now.t
+      FROM inp JOIN t ON t.id = inp.type_id AND t.published_version = inp.type_version, now
+      ORDER BY inp.n
       RETURNING *
     )`, `v AS (
       ${VERSION_INSERT}
       SELECT id, 1, tenant_id, type_id, public_id, 'created', attributes, geom, workflow_state, created_at, updated_at, valid_from, created_at, ?::jsonb FROM o
-    )`, `j AS (SELECT ${objectJson('o')} AS body FROM o)`],
-    select: `SELECT 1 AS n, j.body AS result, jsonb_build_object('audit', ?::jsonb, 'counts', ?::jsonb,
+    )`],
+    select: `SELECT inp.n, j.body AS result, jsonb_build_object('audit', inp.audit, 'counts', inp.counts,
       'event', jsonb_build_object('type', 'object.created', 'aggregateType', 'object', 'aggregateId', o.id, 'payload', jsonb_build_object('object', j.body::jsonb))) AS change
-      FROM o, j`,
-    bindings: [o.typeId, o.tenantId, o.typeVersion, o.id, o.tenantId, o.typeId, o.typeVersion, o.publicId, JSON.stringify(o.attributes),
-      o.geometry === null ? null : JSON.stringify(o.geometry), o.workflowState, o.validFrom, JSON.stringify(o.actor),
-      JSON.stringify(change.audit), JSON.stringify(change.counts)]
+      FROM o JOIN inp ON inp.id = o.id CROSS JOIN LATERAL (SELECT ${objectJson('o')} AS body) j`,
+    bindings: [JSON.stringify(input), tenantId, tenantId, JSON.stringify(actor)]
   }
 }
 

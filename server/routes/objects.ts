@@ -31,6 +31,16 @@ export const registerObjectRoutes: RouteRegistrar = (router, guards) => {
   })
 
   defineRoute(router, guards, {
+    method: 'post', path: '/v1/objects/batch', operationId: 'createObjects', tag: 'objects', auth: 'bearer',
+    summary: 'Create up to 1,000 objects in one transaction (all or none; a refused item is named by its index)',
+    body: S.CreateObjectsBody, responses: { 201: { description: 'created, in the order given', schema: S.CreateObjectsResult } },
+    errors: [409]
+  }, async ctx => {
+    ctx.status = 201
+    ctx.body = await objects.createObjects(service(ctx), ctx.request.body)
+  })
+
+  defineRoute(router, guards, {
     method: 'get', path: '/v1/objects/:id', operationId: 'getObject', tag: 'objects', auth: 'bearer',
     summary: 'Read an object, now or as of a past time', pathParams: idParam, query: S.GetObjectQuery,
     responses: { 200: { description: 'the object', schema: S.ObjectBody, headers: ETagHeader } }, errors: [400, 404]
