@@ -57,8 +57,10 @@ async function createTypes (db: Db, tenantId: string): Promise<string[]> {
 
 /** The COPY text rows: clustered points, created one every ~300 ms over the past year. */
 function* rows (tenantId: string, typeIds: string[], count: number, seed: number): Generator<string> {
-  const r = random(seed)
-  const centres = Array.from({ length: 60 }, () => [AREA.minX + r() * (AREA.maxX - AREA.minX), AREA.minY + r() * (AREA.maxY - AREA.minY), 0.002 + r() * 0.01])
+  // The same neighbourhoods for every seed (one city); the objects in them differ by seed.
+  const rc = random(1)
+  const centres = Array.from({ length: 60 }, () => [AREA.minX + rc() * (AREA.maxX - AREA.minX), AREA.minY + rc() * (AREA.maxY - AREA.minY), 0.002 + rc() * 0.01])
+  const r = random(seed + 1000)
   const start = Date.UTC(2025, 0, 1)
   let batch = ''
   for (let i = 0; i < count; i++) {
