@@ -26,6 +26,11 @@ export function total (db: Queryable, tenantId: string, counter: string, buckets
   return sql.sum(db, tenantId, counter, buckets)
 }
 
+/** The same value as a statement, for a reader that embeds it in its own (one round trip). */
+export function totalStatement (tenantId: string, counter: string, buckets: string[] | null = null): Statement {
+  return sql.sumStatement(tenantId, counter, buckets)
+}
+
 export function totalsByBucket (db: Queryable, tenantId: string, counter: string): Promise<Map<string, number>> {
   return sql.sumsByBucket(db, tenantId, counter)
 }

@@ -24,10 +24,16 @@ function insertDeltas (rows: string): string {
 
 // Index-only scans of counter_deltas_pkey (tenant_id, counter, bucket, id) INCLUDE (delta).
 
+/** A SELECT of one row, column n: the counter's value (to run, or to embed as a scalar subquery). */
+export function sumStatement (tenantId: string, counter: string, buckets: string[] | null): Statement {
+  return buckets === null
+    ? { sql: 'SELECT coalesce(sum(delta), 0)::bigint AS n FROM counter_deltas WHERE tenant_id = ? AND counter = ?', bindings: [tenantId, counter] }
+    : { sql: 'SELECT coalesce(sum(delta), 0)::bigint AS n FROM counter_deltas WHERE tenant_id = ? AND counter = ? AND bucket = ANY(?::text[])', bindings: [tenantId, counter, buckets] }
+}
+
 export async function sum (db: Queryable, tenantId: string, counter: string, buckets: string[] | null): Promise<number> {
-  const r = buckets === null
-    ? await db.raw('SELECT coalesce(sum(delta), 0)::bigint AS n FROM counter_deltas WHERE tenant_id = ? AND counter = ?', [tenantId, counter])
-    : await db.raw('SELECT coalesce(sum(delta), 0)::bigint AS n FROM counter_deltas WHERE tenant_id = ? AND counter = ? AND bucket = ANY(?::text[])', [tenantId, counter, buckets])
+  const s = sumStatement(tenantId, counter, buckets)
+  const r = await db.raw(s.sql, s.bindings)
   return Number(r.rows[0].n)
 }
 

@@ -283,12 +283,15 @@ export async function listObjectsJson (ctx: ServiceContext, q: ListQuery): Promi
   await access.authorize(ctx, 'objects', 'read')
   const t = { asOf: q.asOf, validAt: q.validAt }
   assertOneTimeAxis(t)
-  const current = q.asOf === undefined && q.validAt === undefined
+  // Now: the exact counter, read in the page's statement. Time travel: counted apart (bounded).
+  if (q.asOf === undefined && q.validAt === undefined) {
+    const counter = counters.totalStatement(ctx.tenantId, counters.OBJECTS, q.typeId === undefined ? null : [q.typeId])
+    const p = await sql.listObjectsJson(ctx.db, ctx.tenantId, t, listFilter(q), counter)
+    return pageJson(p.items, pagination(p.count, q.limit, q.offset, Number(p.total), { more: p.more }))
+  }
   const [p, count] = await Promise.all([
-    sql.listObjectsJson(ctx.db, ctx.tenantId, t, listFilter(q)),
-    current
-      ? counters.total(ctx.db, ctx.tenantId, counters.OBJECTS, q.typeId === undefined ? null : [q.typeId]).then(total => ({ total, exact: true }))
-      : sql.countObjects(ctx.db, ctx.tenantId, t, q.typeId)
+    sql.listObjectsJson(ctx.db, ctx.tenantId, t, listFilter(q), null),
+    sql.countObjects(ctx.db, ctx.tenantId, t, q.typeId)
   ])
   return pageJson(p.items, pagination(p.count, q.limit, q.offset, count.total, { exact: count.exact, more: p.more }))
 }

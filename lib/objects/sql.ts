@@ -1,4 +1,4 @@
-import { prepared, type Bindings, type Queryable, type Tx } from '../db.js'
+import { prepared, type Bindings, type Queryable, type Statement, type Tx } from '../db.js'
 import type { Geometry } from '../geo/geojson.js'
 import { boundedCount, type Total } from '../counting.js'
 import type { FoldedStatement } from '../pipeline.js'
@@ -241,12 +241,16 @@ export function listStatement (tenantId: string, t: TimePoint, f: ListFilter): {
   return { sql: `SELECT o.* FROM ${w.from} ORDER BY ${order} LIMIT ? OFFSET ?`, params: [...w.params, ...f.sort.params, f.limit + 1, f.offset] }
 }
 
-/** The page's items as a JSON array built by PostgreSQL, their number, and whether more follow. */
-export async function listObjectsJson (db: Queryable, tenantId: string, t: TimePoint, f: ListFilter): Promise<{ items: string, count: number, more: boolean }> {
+/**
+ * The page's items as a JSON array built by PostgreSQL, their number, whether more follow, and,
+ * when `total` is given (a one-row SELECT of column n, e.g. a counter), that total: one round trip.
+ */
+export async function listObjectsJson (db: Queryable, tenantId: string, t: TimePoint, f: ListFilter, total: Statement | null): Promise<{ items: string, count: number, more: boolean, total: number | null }> {
   const s = listStatement(tenantId, t, f)
   const r = await db.raw(`SELECT coalesce(json_agg(x.item ORDER BY x.rn) FILTER (WHERE x.rn <= ?), '[]')::text AS items,
-      least(count(*), ?)::int AS count, count(*) > ? AS more
-    FROM (SELECT ${objectJson('p', true)} AS item, row_number() OVER () AS rn FROM (${s.sql}) p) x`, [f.limit, f.limit, f.limit, ...s.params])
+      least(count(*), ?)::int AS count, count(*) > ? AS more, ${total === null ? 'NULL::bigint' : `(SELECT n FROM (${total.sql}) t)`} AS total
+    FROM (SELECT ${objectJson('p', true)} AS item, row_number() OVER () AS rn FROM (${s.sql}) p) x`,
+  [f.limit, f.limit, f.limit, ...(total?.bindings ?? []), ...s.params])
   return r.rows[0]
 }
 
