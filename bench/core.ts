@@ -187,6 +187,13 @@ export async function benchCore (env: CoreBenchEnv, say: (line: string) => void)
       k => http(env, token, 'POST', '/v1/objects/batch', { items: batch(k) }),
       k => pool.query(RAW_BATCH, [JSON.stringify(batch(k).map((o, n) => ({ n, id: randomUUID(), attributes: o.attributes, geometry: o.geometry }))), rawTenant, typeId, actor]))
 
+    // Bulk loading through the API: objects/s by batch against objects/s by single creates (c16).
+    const single = figures.find(f => f.path === 'create, c16')
+    const batched = figures[figures.length - 1]
+    if (single !== undefined) {
+      figures.push({ path: 'bulk load objects/s: batch c1 / single creates c16 (ours)', raw: single.ours, ours: batched.ours * 1000, ratio: batched.ours * 1000 / single.ours, goal: null })
+    }
+
     if (process.env.BENCH_MILLION !== '0') await benchMillion(env, pool, city, box, figures, measure, say)
   } finally {
     await pool.end()
