@@ -40,22 +40,28 @@ export async function queryObjectsJson (ctx: ServiceContext, params: ListParams)
 }
 
 /**
- * Compiles once, then reads the page (one row beyond it, so hasMore is exact) and the set's
- * size in parallel: with aggregations, count and aggregates over the whole filtered set; without,
- * a count exact up to 10,000 and the planner's estimate above (CONTRACT "Lists").
+ * Compiles once, then reads the page (one row beyond it, so hasMore is exact) with the set's
+ * size: without aggregations, counted up to 10,001 in the page's own statement (the planner's
+ * estimate above 10,000, CONTRACT "Lists"); with them, the exact count and the aggregates over
+ * the whole set, in parallel.
  */
 async function findObjects (ctx: ServiceContext, q: Query): Promise<string> {
   const src = sql.source(ctx.tenantId, q.asOf)
   const where = whereClause(q.filter)
-  const aggregates = q.aggregations.length > 0 ? aggregateList(q.aggregations) : null
+  const order = orderBy(q.sorts)
+  if (q.aggregations.length === 0) {
+    // One round trip: the page and the capped count in one statement; an estimate only above 10,000.
+    const p = await sql.selectPageJson(ctx.db, sql.pageJsonStatement(src, where, order, q.limit, q.offset, true))
+    const t = await sql.totalOfMatches(ctx.db, src, where, p.n ?? 0)
+    return pageJson(p.items, pagination(p.count, q.limit, q.offset, t.total, { exact: t.exact, more: p.more }))
+  }
+  const aggregates = aggregateList(q.aggregations)
   const [p, stats] = await Promise.all([
-    sql.selectPageJson(ctx.db, sql.pageJsonStatement(src, where, orderBy(q.sorts), q.limit, q.offset)),
-    aggregates === null
-      ? sql.countMatches(ctx.db, src, where).then(c => ({ ...c, aggregates: {} as Record<string, unknown> }))
-      : sql.selectStats(ctx.db, src, where, aggregates).then(s => ({ total: s.total, exact: true, aggregates: s as Record<string, unknown> }))
+    sql.selectPageJson(ctx.db, sql.pageJsonStatement(src, where, order, q.limit, q.offset)),
+    sql.selectStats(ctx.db, src, where, aggregates)
   ])
-  const extra = aggregates === null ? {} : { aggregations: q.aggregations.map((a, i) => toAggregateDto(a, stats.aggregates[`a${i}`])) }
-  return pageJson(p.items, pagination(p.count, q.limit, q.offset, stats.total, { exact: stats.exact, more: p.more }), extra)
+  const aggregations = q.aggregations.map((a, i) => toAggregateDto(a, (stats as Record<string, unknown>)[`a${i}`]))
+  return pageJson(p.items, pagination(p.count, q.limit, q.offset, stats.total, { more: p.more }), { aggregations })
 }
 
 /** With objectIds those are the start and filters do not apply; else the filtered page is. */

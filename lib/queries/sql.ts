@@ -1,5 +1,5 @@
 import type { Queryable } from '../db.js'
-import { boundedCount, type Total } from '../counting.js'
+import { EXACT_TOTAL_UP_TO, totalFrom, type Total } from '../counting.js'
 import * as objects from '../objects/index.js'
 import { Fragment, sql, trusted } from './fragment.js'
 import { LIMITS } from './fields.js'
@@ -28,17 +28,29 @@ function run (db: Queryable, f: Fragment) {
 
 /**
  * The page as a JSON array (items in order), the number of items and whether more follow (the
- * page is read one row beyond its limit).
+ * page is read one row beyond its limit), and, when `counted`, the set's size counted up to
+ * 10,001 in the same statement (column n; one round trip).
  */
-export function pageJsonStatement (src: Fragment, where: Fragment, order: Fragment, limit: number, offset: number): Fragment {
+export function pageJsonStatement (src: Fragment, where: Fragment, order: Fragment, limit: number, offset: number, counted = false): Fragment {
+  const count = counted ? sql`(SELECT count(*)::int FROM (${matches(src, where)} LIMIT ${EXACT_TOTAL_UP_TO + 1}) c)` : trusted('NULL::int')
   return sql`SELECT coalesce(json_agg(x.item ORDER BY x.rn) FILTER (WHERE x.rn <= ${limit}), '[]')::text AS items,
-      least(count(*), ${limit})::int AS count, count(*) > ${limit} AS more
+      least(count(*), ${limit})::int AS count, count(*) > ${limit} AS more, ${count} AS n
     FROM (SELECT ${ITEM} AS item, row_number() OVER () AS rn
       FROM (SELECT o.* FROM ${src} o WHERE ${where} ORDER BY ${order} LIMIT ${limit + 1} OFFSET ${offset}) p) x`
 }
 
-export async function selectPageJson (db: Queryable, statement: Fragment): Promise<{ items: string, count: number, more: boolean }> {
+function matches (src: Fragment, where: Fragment): Fragment {
+  return sql`SELECT 1 FROM ${src} o WHERE ${where}`
+}
+
+export async function selectPageJson (db: Queryable, statement: Fragment): Promise<{ items: string, count: number, more: boolean, n: number | null }> {
   return (await run(db, statement)).rows[0]
+}
+
+/** The total from the page statement's capped count: exact up to 10,000, else the planner's estimate. */
+export function totalOfMatches (db: Queryable, src: Fragment, where: Fragment, n: number): Promise<Total> {
+  const f = matches(src, where)
+  return totalFrom(db, n, f.text, f.params)
 }
 
 /** EXPLAIN of a statement, with its bindings (planned as the real run plans it). */
@@ -52,12 +64,6 @@ export async function selectStats (db: Queryable, src: Fragment, where: Fragment
   const extra = aggregates === null ? trusted('') : sql`, ${aggregates}`
   const r = await run(db, sql`SELECT count(*) AS total${extra} FROM ${src} o WHERE ${where}`)
   return r.rows[0]
-}
-
-/** The size of the filtered set: exact up to 10,000, the planner's estimate above. */
-export function countMatches (db: Queryable, src: Fragment, where: Fragment): Promise<Total> {
-  const f = sql`SELECT 1 FROM ${src} o WHERE ${where}`
-  return boundedCount(db, f.text, f.params)
 }
 
 export interface GraphRows {
