@@ -1,11 +1,10 @@
 import { randomUUID } from 'node:crypto'
-import { Agent, request } from 'node:http'
 import pg from 'pg'
 import type { Db } from '../lib/db.js'
 import { Sequencer, eventHash } from '../lib/audit/index.js'
 import * as objects from '../lib/objects/index.js'
 import * as objectTypes from '../lib/object-types/index.js'
-import { benchContext, benchTenant, compare, row, throughput } from './support.js'
+import { benchContext, benchTenant, compare, http, row, throughput } from './support.js'
 
 export interface ObjectsBenchEnv {
   db: Db
@@ -61,30 +60,6 @@ async function rawCreate (pool: pg.Pool, tenant: string, typeId: string, i: numb
   } finally {
     c.release()
   }
-}
-
-// A keep-alive node:http client: lighter than fetch, so the figures measure the server.
-const agent = new Agent({ keepAlive: true, maxSockets: 32 })
-
-function http (env: ObjectsBenchEnv, token: string, method: string, path: string, body?: unknown): Promise<any> {
-  const payload = body === undefined ? undefined : JSON.stringify(body)
-  return new Promise((resolve, reject) => {
-    const req = request(env.baseUrl + path, {
-      method,
-      agent,
-      headers: { Authorization: `Bearer ${token}`, ...(payload !== undefined ? { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(payload) } : {}) }
-    }, res => {
-      const chunks: Buffer[] = []
-      res.on('data', c => chunks.push(c))
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8')
-        if ((res.statusCode ?? 500) >= 300) reject(new Error(`${method} ${path}: ${res.statusCode} ${text}`))
-        else resolve(JSON.parse(text))
-      })
-    })
-    req.on('error', reject)
-    req.end(payload)
-  })
 }
 
 async function createType (env: ObjectsBenchEnv, token: string): Promise<string> {

@@ -6,6 +6,7 @@ import { createDb } from '../lib/db.js'
 import { benchObjects } from './objects.js'
 import { benchQueries } from './queries.js'
 import { benchAutomation } from './automation.js'
+import { benchCore, table } from './core.js'
 
 // `npm run bench`: starts the real API as its own process on a benchmark database and prints
 // each figure as a ratio against a baseline measured in the same run.
@@ -21,6 +22,13 @@ async function ensureDatabase (): Promise<void> {
   const r = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [name])
   if (r.rowCount === 0) await admin.query(`CREATE DATABASE "${name.replace(/"/g, '')}"`)
   await admin.end()
+}
+
+async function resetData (): Promise<void> {
+  const c = new pg.Client({ connectionString: DATABASE_URL })
+  await c.connect()
+  await c.query('TRUNCATE objects, object_versions, audit_events, outbox_events, counter_deltas CASCADE')
+  await c.end()
 }
 
 function freePort (): Promise<number> {
@@ -48,6 +56,8 @@ async function waitReady (base: string): Promise<void> {
 
 await ensureDatabase()
 await new Promise<void>((resolve, reject) => run('db/setup.ts').on('exit', code => code === 0 ? resolve() : reject(new Error(`setup exited ${code}`))))
+// Each run starts from an empty bench database (its own; seeding is seconds by COPY).
+await resetData()
 const port = await freePort()
 const api = run('server/main.ts', { PORT: String(port) })
 const baseUrl = `http://127.0.0.1:${port}`
@@ -56,9 +66,13 @@ try {
   await waitReady(baseUrl)
   const tokenFor = (tenant: string) => jwt.sign({ sub: 'bench', tenant, roles: ['owner'] }, SECRET, { algorithm: 'HS256' })
   console.log(`bench: ${ROUNDS} alternating rounds each, medians; ratio = candidate / baseline (higher is better for ops/s)`)
-  for (const line of await benchObjects({ db, databaseUrl: DATABASE_URL, baseUrl, tokenFor, rounds: ROUNDS })) console.log(line)
-  await benchQueries(db, line => console.log(line))
-  await benchAutomation({ db, databaseUrl: DATABASE_URL, baseUrl, tokenFor, env, rounds: ROUNDS }, line => console.log(line))
+  const core = await benchCore({ db, databaseUrl: DATABASE_URL, baseUrl, tokenFor, rounds: ROUNDS }, line => console.log(line))
+  for (const line of table(core.figures)) console.log(line)
+  if (process.env.BENCH_ONLY !== 'core') {
+    for (const line of await benchObjects({ db, databaseUrl: DATABASE_URL, baseUrl, tokenFor, rounds: ROUNDS })) console.log(line)
+    await benchQueries(db, line => console.log(line))
+    await benchAutomation({ db, databaseUrl: DATABASE_URL, baseUrl, tokenFor, env, rounds: ROUNDS }, line => console.log(line))
+  }
 } finally {
   api.kill('SIGTERM')
   await db.destroy()

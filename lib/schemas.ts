@@ -24,7 +24,8 @@ export function envelope (item: object): object {
           limit: { type: 'integer' },
           offset: { type: 'integer' },
           total: { type: 'integer' },
-          hasMore: { type: 'boolean' }
+          hasMore: { type: 'boolean' },
+          totalExact: { type: 'boolean', description: 'Present (false) only when total is the planner\'s estimate of a filtered result above 10,000 items' }
         }
       }
     }
@@ -33,11 +34,31 @@ export function envelope (item: object): object {
 
 export interface Page<T> {
   items: T[]
-  pagination: { limit: number, offset: number, total: number, hasMore: boolean }
+  pagination: { limit: number, offset: number, total: number, hasMore: boolean, totalExact?: false }
 }
 
-export function page<T> (items: T[], limit: number, offset: number, total: number): Page<T> {
-  return { items, pagination: { limit, offset, total, hasMore: offset + items.length < total } }
+type Pagination = Page<unknown>['pagination']
+
+/**
+ * The envelope's pagination for a page of `count` items. `more` says whether rows follow the page
+ * (read as one row beyond it); without it, the total decides. An estimated total (exact false) is
+ * kept consistent with the page and flagged `totalExact: false` (CONTRACT "Lists").
+ */
+export function pagination (count: number, limit: number, offset: number, total: number, opts: { exact?: boolean, more?: boolean } = {}): Pagination {
+  const hasMore = opts.more ?? offset + count < total
+  if (opts.exact !== false) return { limit, offset, total, hasMore }
+  return { limit, offset, total: Math.max(total, offset + count + (hasMore ? 1 : 0)), hasMore, totalExact: false }
+}
+
+export function page<T> (items: T[], limit: number, offset: number, total: number, opts: { exact?: boolean, more?: boolean } = {}): Page<T> {
+  return { items, pagination: pagination(items.length, limit, offset, total, opts) }
+}
+
+/** The envelope as JSON text around items already serialised (by PostgreSQL) as a JSON array. */
+export function pageJson (itemsJson: string, p: Pagination, extra: Record<string, unknown> = {}): string {
+  let out = `{"items":${itemsJson},"pagination":${JSON.stringify(p)}`
+  for (const [k, v] of Object.entries(extra)) out += `,${JSON.stringify(k)}:${JSON.stringify(v)}`
+  return out + '}'
 }
 
 export const ErrorBody = {

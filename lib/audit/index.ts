@@ -15,6 +15,11 @@ export function recordStatement (tenantId: string, actor: Actor | null, events: 
   return events.length === 0 ? null : sql.insertEventsStatement(tenantId, hashedActor(actor), events)
 }
 
+/** The same events read from rows `e(v, n)` of the statement they are folded into (lib/pipeline). */
+export function recordFromStatement (tenantId: string, actor: Actor | null, rows: string): Statement {
+  return sql.insertEventsFromStatement(tenantId, hashedActor(actor), rows)
+}
+
 /** Only sub and roles are part of an event (and of its hash). */
 function hashedActor (actor: Actor | null): { sub: string, roles: string[] } | null {
   return actor === null ? null : { sub: actor.sub, roles: actor.roles }

@@ -28,15 +28,24 @@ export interface NewAuditEvent {
  */
 export function insertEventsStatement (tenantId: string, actor: object | null, events: NewAuditEvent[]): Statement {
   return {
-    sql: `INSERT INTO audit_events (tenant_id, type, actor, resource_type, resource_id, data, occurred_at)
-      SELECT ?, e.v->>'type', ?::jsonb, e.v->>'resource_type', e.v->>'resource_id', coalesce(e.v->'data', '{}'),
-        date_trunc('milliseconds', clock_timestamp())
-      FROM jsonb_array_elements(?::jsonb) WITH ORDINALITY AS e(v, n)
-      ORDER BY e.n`,
+    sql: insertEvents('jsonb_array_elements(?::jsonb) WITH ORDINALITY AS e(v, n)'),
     name: 'audit.insert-events',
     bindings: [tenantId, actor === null ? null : JSON.stringify(actor),
-      JSON.stringify(events.map(e => ({ type: e.type, resource_type: e.resourceType, resource_id: e.resourceId, data: e.data ?? {} })))]
+      JSON.stringify(events.map(e => ({ type: e.type, resourceType: e.resourceType, resourceId: e.resourceId, data: e.data ?? {} })))]
   }
+}
+
+/** The same insert from rows `e(v, n)` of another statement, v a NewAuditEvent as jsonb. */
+export function insertEventsFromStatement (tenantId: string, actor: object | null, rows: string): Statement {
+  return { sql: insertEvents(rows), bindings: [tenantId, actor === null ? null : JSON.stringify(actor)] }
+}
+
+function insertEvents (rows: string): string {
+  return `INSERT INTO audit_events (tenant_id, type, actor, resource_type, resource_id, data, occurred_at)
+    SELECT ?, e.v->>'type', ?::jsonb, e.v->>'resourceType', e.v->>'resourceId', coalesce(e.v->'data', '{}'),
+      date_trunc('milliseconds', clock_timestamp())
+    FROM ${rows}
+    ORDER BY e.n`
 }
 
 /** Locks the tenant's chain head (creating it at genesis). Held until the transaction ends. */

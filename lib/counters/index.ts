@@ -16,9 +16,19 @@ export function addStatement (tenantId: string, deltas: sql.CounterDelta[]): Sta
   return nonZero.length === 0 ? null : sql.addStatement(tenantId, nonZero)
 }
 
+/** The same deltas read from rows `e(v)` of the statement they are folded into (lib/pipeline). */
+export function addFromStatement (tenantId: string, rows: string): Statement {
+  return sql.addFromStatement(tenantId, rows)
+}
+
 /** The counter's exact value in `db`'s snapshot: over all buckets, or over the given ones. */
 export function total (db: Queryable, tenantId: string, counter: string, buckets: string[] | null = null): Promise<number> {
   return sql.sum(db, tenantId, counter, buckets)
+}
+
+/** The same value as a statement, for a reader that embeds it in its own (one round trip). */
+export function totalStatement (tenantId: string, counter: string, buckets: string[] | null = null): Statement {
+  return sql.sumStatement(tenantId, counter, buckets)
 }
 
 export function totalsByBucket (db: Queryable, tenantId: string, counter: string): Promise<Map<string, number>> {

@@ -9,20 +9,31 @@ export interface CounterDelta {
 
 /** Adds the deltas as new rows (never an update of a shared row: no lock between writers). */
 export function addStatement (tenantId: string, deltas: CounterDelta[]): Statement {
-  return {
-    sql: `INSERT INTO counter_deltas (tenant_id, counter, bucket, delta)
-      SELECT ?, d->>'c', d->>'b', (d->>'d')::bigint FROM jsonb_array_elements(?::jsonb) AS d`,
-    name: 'counters.add',
-    bindings: [tenantId, JSON.stringify(deltas.map(d => ({ c: d.counter, b: d.bucket ?? '', d: d.delta })))]
-  }
+  return { sql: insertDeltas('jsonb_array_elements(?::jsonb) AS e(v)'), name: 'counters.add', bindings: [tenantId, JSON.stringify(deltas)] }
+}
+
+/** The same insert from rows `e(v)` of another statement, v a CounterDelta as jsonb. */
+export function addFromStatement (tenantId: string, rows: string): Statement {
+  return { sql: insertDeltas(rows), bindings: [tenantId] }
+}
+
+function insertDeltas (rows: string): string {
+  return `INSERT INTO counter_deltas (tenant_id, counter, bucket, delta)
+    SELECT ?, e.v->>'counter', coalesce(e.v->>'bucket', ''), (e.v->>'delta')::bigint FROM ${rows} WHERE (e.v->>'delta')::bigint <> 0`
 }
 
 // Index-only scans of counter_deltas_pkey (tenant_id, counter, bucket, id) INCLUDE (delta).
 
+/** A SELECT of one row, column n: the counter's value (to run, or to embed as a scalar subquery). */
+export function sumStatement (tenantId: string, counter: string, buckets: string[] | null): Statement {
+  return buckets === null
+    ? { sql: 'SELECT coalesce(sum(delta), 0)::bigint AS n FROM counter_deltas WHERE tenant_id = ? AND counter = ?', bindings: [tenantId, counter] }
+    : { sql: 'SELECT coalesce(sum(delta), 0)::bigint AS n FROM counter_deltas WHERE tenant_id = ? AND counter = ? AND bucket = ANY(?::text[])', bindings: [tenantId, counter, buckets] }
+}
+
 export async function sum (db: Queryable, tenantId: string, counter: string, buckets: string[] | null): Promise<number> {
-  const r = buckets === null
-    ? await db.raw('SELECT coalesce(sum(delta), 0)::bigint AS n FROM counter_deltas WHERE tenant_id = ? AND counter = ?', [tenantId, counter])
-    : await db.raw('SELECT coalesce(sum(delta), 0)::bigint AS n FROM counter_deltas WHERE tenant_id = ? AND counter = ? AND bucket = ANY(?::text[])', [tenantId, counter, buckets])
+  const s = sumStatement(tenantId, counter, buckets)
+  const r = await db.raw(s.sql, s.bindings)
   return Number(r.rows[0].n)
 }
 

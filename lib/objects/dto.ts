@@ -17,11 +17,6 @@ export function toObjectDto (r: ObjectRow) {
 
 export type ObjectDto = ReturnType<typeof toObjectDto>
 
-export function toListItem (r: ObjectRow) {
-  const dto = toObjectDto(r)
-  return { ...dto, objectId: dto.id }
-}
-
 export function toHistoryItem (r: VersionRow) {
   return {
     version: r.version,

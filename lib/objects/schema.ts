@@ -21,6 +21,15 @@ export const CreateObjectBody = {
   }
 } as const
 
+export const CreateObjectsBody = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['items'],
+  properties: {
+    items: { type: 'array', minItems: 1, maxItems: 1000, items: CreateObjectBody, description: 'Up to 1,000 objects, created all or none' }
+  }
+} as const
+
 export const PatchObjectBody = {
   type: 'object',
   additionalProperties: false,
@@ -51,6 +60,12 @@ export const ObjectBody = {
 } as const
 
 export const ObjectList = envelope(ObjectBody)
+
+export const CreateObjectsResult = {
+  type: 'object',
+  required: ['items'],
+  properties: { items: { type: 'array', items: ObjectBody, description: 'The created objects, in the order given' } }
+} as const
 
 export const SORT_FIELD_PATTERN = '^(id|publicId|typeId|workflowState|createdAt|updatedAt|attributes\\.[A-Za-z0-9_-]{1,64}(\\.[A-Za-z0-9_-]{1,64}){0,4})$'
 

@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto'
 import type { ServiceContext } from '../context.js'
-import type { Bindings, Tx } from '../db.js'
+import type { Tx } from '../db.js'
 import { isUuid } from '../db.js'
 import { AppError, notFound, validationError } from '../errors.js'
 import { parse } from '../validation.js'
 import { assertStorable } from '../storable.js'
-import { page, type Page } from '../schemas.js'
+import { page, pageJson, pagination, type Page } from '../schemas.js'
 import * as access from '../access/index.js'
 import { runWrite, type WriteScope } from '../pipeline.js'
 import * as objectTypes from '../object-types/index.js'
@@ -15,7 +15,7 @@ import * as schema from './schema.js'
 import * as sql from './sql.js'
 import { mergePatch } from './merge-patch.js'
 import { renderPublicId, usesSequence } from './public-id.js'
-import { toHistoryItem, toListItem, toObjectDto, type ObjectDto } from './dto.js'
+import { toHistoryItem, toObjectDto, type ObjectDto } from './dto.js'
 
 /** Workflows register how a new object gets its initial state; without them it is null. */
 export const workflowHooks = {
@@ -40,6 +40,22 @@ function actorOf (ctx: ServiceContext) {
 
 const LIVE_DELTA = { created: 1, updated: 0, transitioned: 0, deleted: -1 } as const
 
+/** The audit event and counter deltas of one object change (they need no more than its ids). */
+function changeRecord (kind: 'created' | 'updated' | 'deleted' | 'transitioned', r: { id: string, typeId: string, publicId: string, version: number }, data: Record<string, unknown>) {
+  return {
+    counts: [
+      { counter: counters.OBJECTS, bucket: r.typeId, delta: LIVE_DELTA[kind] },
+      { counter: counters.OBJECT_CHANGES, bucket: r.typeId, delta: 1 }
+    ],
+    audit: {
+      type: kind === 'transitioned' ? 'workflow.transitioned' : `object.${kind}`,
+      resourceType: 'object',
+      resourceId: r.id,
+      data: { typeId: r.typeId, publicId: r.publicId, version: r.version, ...data }
+    }
+  }
+}
+
 /**
  * Audit, outbox and counters for one object change (its history version is written by the
  * change's own statement): recorded by the pipeline in the same transaction.
@@ -47,16 +63,7 @@ const LIVE_DELTA = { created: 1, updated: 0, transitioned: 0, deleted: -1 } as c
 export function recordObjectChange (w: WriteScope, kind: 'created' | 'updated' | 'deleted' | 'transitioned', row: sql.ObjectRow, data: Record<string, unknown> = {}, previous?: sql.ObjectRow): void {
   const object = toObjectDto(row)
   w.record({
-    counts: [
-      { counter: counters.OBJECTS, bucket: row.type_id, delta: LIVE_DELTA[kind] },
-      { counter: counters.OBJECT_CHANGES, bucket: row.type_id, delta: 1 }
-    ],
-    audit: {
-      type: kind === 'transitioned' ? 'workflow.transitioned' : `object.${kind}`,
-      resourceType: 'object',
-      resourceId: row.id,
-      data: { typeId: row.type_id, publicId: row.public_id, version: row.version, ...data }
-    },
+    ...changeRecord(kind, object, data),
     event: {
       type: `object.${kind}`,
       aggregateType: 'object',
@@ -85,40 +92,97 @@ async function mustPublish (db: Tx, tenantId: string, typeId: string, fresh: boo
   return pub
 }
 
+/** A create refused because a type's published version changed since it was cached. */
+const STALE_TYPE = new Error('stale published type')
+
 /**
  * Validates against the type's published definition (from the in-process cache) and inserts on
  * condition that the definition is still the published one; when it is not (a newer version was
- * published, or the type was deleted), the definition is read afresh and the create tried once more.
+ * published, or the type was deleted), the write is rolled back and tried once more with the
+ * definitions read afresh.
  */
 export async function createObject (ctx: ServiceContext, body: unknown): Promise<ObjectDto> {
   const input = parse<CreateInput>(schema.CreateObjectBody, body)
-  return runWrite(ctx, { resource: 'objects', action: 'write', limit: 'object_count' }, async w => {
-    const id = randomUUID()
-    const attributes = input.attributes ?? {}
-    const geometry = input.geometry ?? null
-    let seq: number | null = null // drawn at most once, so a retry leaves no gap in {{seq}}
-    const drawSeq = async () => (seq ??= await sql.nextPublicIdSeq(w.tx, ctx.tenantId, input.typeId))
-    const attempt = async (pub: Published): Promise<sql.ObjectRow | null> => {
-      const def = pub.definition
-      const workflowState = def.workflowId === null ? null : await workflowHooks.initialState(ctx, w.tx, def.workflowId)
-      assertValid(pub, input.typeId, { typeId: input.typeId, attributes, geometry, workflowState })
-      const publicId = await makePublicId({ id, typeKey: pub.key, template: def.publicIdTemplate, attributes }, drawSeq)
-      return sql.insertObject(w.tx, {
-        id, tenantId: ctx.tenantId, typeId: input.typeId, typeVersion: pub.version, publicId,
-        attributes, geometry, workflowState, validFrom: input.validFrom ?? null, actor: actorOf(ctx)
-      }).catch((err: { code?: string, constraint?: string }) => {
-        if (err.code === '23505' && err.constraint === 'objects_tenant_public_id') {
-          throw new AppError('CONFLICT', `publicId "${publicId}" is already taken in this tenant`, { field: 'publicId', publicId })
-        }
-        throw err
-      })
-    }
-    let row = await attempt(await mustPublish(w.tx, ctx.tenantId, input.typeId, false))
-    row ??= await attempt(await mustPublish(w.tx, ctx.tenantId, input.typeId, true))
-    if (row === null) throw validationError('typeId', 'object type changed while the object was created; retry')
-    recordObjectChange(w, 'created', row)
-    return toObjectDto(row)
+  return (await retryOnStaleType(fresh => createMany(ctx, [input], fresh, '')))[0]
+}
+
+/**
+ * POST /v1/objects/batch: up to 1,000 objects in one transaction and one statement, all or
+ * nothing; each has its own audit event, outbox event and counter deltas, and counts one against
+ * the object_count limit (WriteSpec.units). A refused item names its index in the 400's
+ * details.field (`items[17].attributes.height`) and details.index.
+ */
+export async function createObjects (ctx: ServiceContext, body: unknown): Promise<{ items: ObjectDto[] }> {
+  const input = parse<{ items: CreateInput[] }>(schema.CreateObjectsBody, body)
+  return { items: await retryOnStaleType(fresh => createMany(ctx, input.items, fresh, 'items')) }
+}
+
+async function retryOnStaleType<T> (write: (fresh: boolean) => Promise<T>): Promise<T> {
+  try {
+    return await write(false)
+  } catch (err) {
+    if (err !== STALE_TYPE) throw err
+  }
+  return write(true).catch(err => {
+    throw err === STALE_TYPE ? validationError('typeId', 'object type changed while the object was created; retry') : err
   })
+}
+
+async function createMany (ctx: ServiceContext, inputs: CreateInput[], fresh: boolean, listField: string): Promise<ObjectDto[]> {
+  return runWrite(ctx, { resource: 'objects', action: 'write', limit: 'object_count', units: inputs.length }, async w => {
+    const initialStates = new Map<string, Promise<string | null>>()
+    const items: sql.NewObjectChange[] = []
+    for (const [i, input] of inputs.entries()) {
+      const at = listField === '' ? null : { field: `${listField}[${i}]`, index: i }
+      items.push(await withItemPath(at, () => prepareCreate(ctx, w, input, fresh, initialStates)))
+    }
+    const rows = await w.fold<ObjectDto>(sql.insertObjectsStatement(ctx.tenantId, actorOf(ctx), items)).catch((err: { code?: string, constraint?: string, detail?: string }) => {
+      if (err.code === '23505' && err.constraint === 'objects_tenant_public_id') throw publicIdTaken(items, listField, err.detail ?? '')
+      throw err
+    })
+    if (rows.length !== items.length) throw STALE_TYPE
+    return rows
+  })
+}
+
+/** Validation and publicId of one new object; the workflow's initial state is read once per workflow. */
+async function prepareCreate (ctx: ServiceContext, w: WriteScope, input: CreateInput, fresh: boolean, initialStates: Map<string, Promise<string | null>>): Promise<sql.NewObjectChange> {
+  const pub = await mustPublish(w.tx, ctx.tenantId, input.typeId, fresh)
+  const def = pub.definition
+  const attributes = input.attributes ?? {}
+  const geometry = input.geometry ?? null
+  const id = randomUUID()
+  let workflowState: string | null = null
+  if (def.workflowId !== null) {
+    if (!initialStates.has(def.workflowId)) initialStates.set(def.workflowId, workflowHooks.initialState(ctx, w.tx, def.workflowId))
+    workflowState = await initialStates.get(def.workflowId)!
+  }
+  assertValid(pub, input.typeId, { typeId: input.typeId, attributes, geometry, workflowState })
+  const publicId = await makePublicId({ id, typeKey: pub.key, template: def.publicIdTemplate, attributes }, () => sql.nextPublicIdSeq(w.tx, ctx.tenantId, input.typeId))
+  const object = { id, typeId: input.typeId, typeVersion: pub.version, publicId, attributes, geometry, workflowState, validFrom: input.validFrom ?? null }
+  return { object, ...changeRecord('created', { id, typeId: input.typeId, publicId, version: 1 }, {}) }
+}
+
+/** Re-throws an item's VALIDATION_ERROR with its path in the batch (`items[3].attributes.x`). */
+async function withItemPath<T> (at: { field: string, index: number } | null, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn()
+  } catch (err) {
+    if (at === null || !(err instanceof AppError) || err.code !== 'VALIDATION_ERROR') throw err
+    const d = err.details as { field?: string, errors?: Array<{ field: string }> }
+    const prefix = (f: string | undefined) => f === undefined || f === '' ? at.field : `${at.field}.${f}`
+    throw new AppError('VALIDATION_ERROR', `${prefix(d.field)}: ${err.message}`, {
+      ...d, field: prefix(d.field), index: at.index, ...(d.errors ? { errors: d.errors.map(e => ({ ...e, field: prefix(e.field) })) } : {})
+    })
+  }
+}
+
+/** 409 naming the publicId (and, in a batch, the item) that is already taken. */
+function publicIdTaken (items: sql.NewObjectChange[], listField: string, detail: string): AppError {
+  const i = items.findIndex(it => detail.includes(`, ${it.object.publicId})`))
+  const publicId = i >= 0 ? items[i].object.publicId : null
+  const field = listField !== '' && i >= 0 ? `${listField}[${i}].publicId` : 'publicId'
+  return new AppError('CONFLICT', `publicId ${publicId === null ? '' : `"${publicId}" `}is already taken in this tenant`, { field, publicId, ...(listField !== '' && i >= 0 ? { index: i } : {}) })
 }
 
 /** Locks the live object and checks the caller's version; the start of every object change. */
@@ -172,34 +236,74 @@ function assertOneTimeAxis (t: sql.TimePoint): void {
 }
 
 export async function getObject (ctx: ServiceContext, id: string, t: sql.TimePoint): Promise<ObjectDto> {
-  await access.authorize(ctx, 'objects', 'read')
-  assertOneTimeAxis(t)
-  const row = (isUuid(id) ? await sql.findObject(ctx.db, ctx.tenantId, id, t) : null) ?? notFound('object', id)
-  return toObjectDto(row)
+  return JSON.parse((await getObjectJson(ctx, id, t)).json)
 }
 
-const SORT_COLUMNS: Record<string, string> = {
-  id: 'o.id', publicId: 'o.public_id', typeId: 'o.type_id', workflowState: 'o.workflow_state', createdAt: 'o.created_at', updatedAt: 'o.updated_at'
+/** The object as JSON text built by PostgreSQL (what GET /v1/objects/:id sends) and its version. */
+export async function getObjectJson (ctx: ServiceContext, id: string, t: sql.TimePoint): Promise<{ json: string, version: number }> {
+  await access.authorize(ctx, 'objects', 'read')
+  assertOneTimeAxis(t)
+  return (isUuid(id) ? await sql.findObjectJson(ctx.db, ctx.tenantId, id, t) : null) ?? notFound('object', id)
+}
+
+// The documented sort keys (CONTRACT "Objects"). Each has an index serving both directions
+// (migration 202611230201); NOT NULL columns get no NULLS LAST, which would defeat it. publicId is
+// unique per tenant, so it needs no id tie-breaker.
+const SORT_COLUMNS: Record<string, { expr: string, nullable: boolean, unique: boolean }> = {
+  id: { expr: 'o.id', nullable: false, unique: true },
+  publicId: { expr: 'o.public_id', nullable: false, unique: true },
+  typeId: { expr: 'o.type_id', nullable: false, unique: false },
+  workflowState: { expr: 'o.workflow_state', nullable: true, unique: false },
+  createdAt: { expr: 'o.created_at', nullable: false, unique: false },
+  updatedAt: { expr: 'o.updated_at', nullable: false, unique: false }
 }
 
 /** sortBy -> SQL: a fixed column, or attributes.<path> as a bound jsonb path (never spliced). */
-export function sortExpression (sortBy: string): { expr: string, params: Bindings } {
+export function sortExpression (sortBy: string): sql.SortKey {
   const col = SORT_COLUMNS[sortBy]
-  if (col !== undefined) return { expr: col, params: [] }
+  if (col !== undefined) return { ...col, params: [] }
   const m = /^attributes\.(.+)$/.exec(sortBy)
   if (!m) throw validationError('sortBy', `cannot sort by "${sortBy}"`)
-  return { expr: 'o.attributes #> ?::text[]', params: [m[1].split('.')] }
+  return { expr: 'o.attributes #> ?::text[]', params: [m[1].split('.')], nullable: true, unique: false }
 }
 
 export interface ListQuery { limit: number, offset: number, typeId?: string, sortBy: string, sortOrder: 'asc' | 'desc', asOf?: string, validAt?: string }
 
-export async function listObjects (ctx: ServiceContext, q: ListQuery): Promise<Page<ReturnType<typeof toListItem>>> {
+/**
+ * A page and its total. The current set's total is the exact counter the writes keep (all
+ * objects, or one type); a time-travel read cannot use it (it counts now), so it counts up to
+ * 10,000 and estimates above (CONTRACT "Lists").
+ */
+export async function listObjects (ctx: ServiceContext, q: ListQuery): Promise<Page<ObjectDto & { objectId: string }>> {
+  return JSON.parse(await listObjectsJson(ctx, q))
+}
+
+/** The list envelope as JSON text, its items built by PostgreSQL (what GET /v1/objects sends). */
+export async function listObjectsJson (ctx: ServiceContext, q: ListQuery): Promise<string> {
   await access.authorize(ctx, 'objects', 'read')
-  assertOneTimeAxis(q)
-  const { rows, total } = await sql.listObjects(ctx.db, ctx.tenantId, { asOf: q.asOf, validAt: q.validAt }, {
-    typeId: q.typeId, sort: sortExpression(q.sortBy), order: q.sortOrder, limit: q.limit, offset: q.offset
-  })
-  return page(rows.map(toListItem), q.limit, q.offset, total)
+  const t = { asOf: q.asOf, validAt: q.validAt }
+  assertOneTimeAxis(t)
+  // Now: the exact counter, read in the page's statement. Time travel: counted apart (bounded).
+  if (q.asOf === undefined && q.validAt === undefined) {
+    const counter = counters.totalStatement(ctx.tenantId, counters.OBJECTS, q.typeId === undefined ? null : [q.typeId])
+    const p = await sql.listObjectsJson(ctx.db, ctx.tenantId, t, listFilter(q), counter)
+    return pageJson(p.items, pagination(p.count, q.limit, q.offset, Number(p.total), { more: p.more }))
+  }
+  const [p, count] = await Promise.all([
+    sql.listObjectsJson(ctx.db, ctx.tenantId, t, listFilter(q), null),
+    sql.countObjects(ctx.db, ctx.tenantId, t, q.typeId)
+  ])
+  return pageJson(p.items, pagination(p.count, q.limit, q.offset, count.total, { exact: count.exact, more: p.more }))
+}
+
+function listFilter (q: ListQuery): sql.ListFilter {
+  return { typeId: q.typeId, sort: sortExpression(q.sortBy), order: q.sortOrder, limit: q.limit, offset: q.offset }
+}
+
+/** The plan of a list page (diagnostics and tests; not an endpoint). */
+export async function explainList (ctx: ServiceContext, q: ListQuery): Promise<string> {
+  await access.authorize(ctx, 'objects', 'read')
+  return sql.explainList(ctx.db, ctx.tenantId, { asOf: q.asOf, validAt: q.validAt }, listFilter(q))
 }
 
 export async function objectHistory (ctx: ServiceContext, id: string, q: { limit: number, offset: number }) {

@@ -1,5 +1,7 @@
-import { prepared, type Bindings, type Queryable, type Tx } from '../db.js'
+import { prepared, type Bindings, type Queryable, type Statement, type Tx } from '../db.js'
 import type { Geometry } from '../geo/geojson.js'
+import { boundedCount, type Total } from '../counting.js'
+import type { FoldedStatement } from '../pipeline.js'
 
 /** The uniform shape of an object row, current or historical. */
 export interface ObjectRow {
@@ -33,7 +35,6 @@ const VERSION_INSERT = `INSERT INTO object_versions (object_id, version, tenant_
 
 export interface NewObject {
   id: string
-  tenantId: string
   typeId: string
   typeVersion: number
   publicId: string
@@ -41,36 +42,59 @@ export interface NewObject {
   geometry: Geometry | null
   workflowState: string | null
   validFrom: string | null
-  actor: object
 }
 
+// An object as the API shows it (dto.ts toObjectDto), built by PostgreSQL: timestamps as ISO text
+// in UTC with milliseconds, as Date.toISOString gives them. List items add objectId.
+const ISO = `'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'`
+const iso = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', ${ISO})`
+export const objectJson = (o: string, listItem = false) => `json_build_object('id', ${o}.id, 'typeId', ${o}.type_id, 'publicId', ${o}.public_id,
+  'attributes', ${o}.attributes, 'geometry', ST_AsGeoJSON(${o}.geom)::json, 'workflowState', ${o}.workflow_state, 'version', ${o}.version,
+  'validFrom', ${iso(`${o}.valid_from`)}, 'createdAt', ${iso(`${o}.created_at`)}, 'updatedAt', ${iso(`${o}.updated_at`)}${listItem ? `, 'objectId', ${o}.id` : ''})`
+
+/** One object to insert, with the audit event and counter deltas of its creation. */
+export interface NewObjectChange { object: NewObject, audit: unknown, counts: unknown }
+
 /**
- * Inserts the object and its first history version in one statement, on condition that
- * `typeVersion` is still the type's published version and the type is live. The condition holds
- * a KEY SHARE lock on the type row until commit, so a concurrent type delete (which locks the row
- * FOR UPDATE before counting live objects) either waits and sees this object, or wins and makes
- * the condition fail. Returns null when the condition failed: nothing was written.
+ * Inserts objects (one or a batch) and their first history versions in one statement, each on
+ * condition that its `typeVersion` is still the type's published version and the type is live;
+ * the change rows come back with each object as the API shows it (built here, so the outbox
+ * payload is exactly the response) for the pipeline to fold its audit, outbox and counter inserts
+ * into the same statement (one round trip). The condition holds a KEY SHARE lock on the type rows
+ * until commit, so a concurrent type delete (which locks the row FOR UPDATE before counting live
+ * objects) either waits and sees these objects, or wins and makes the condition fail: objects
+ * whose condition failed are not written and do not come back. All objects are of one tenant and
+ * created by one actor; `n` orders them (audit arrival and outbox position follow it).
  */
-export async function insertObject (tx: Tx, o: NewObject): Promise<ObjectRow | null> {
-  const r = await prepared(tx, 'objects.insert', `
-    WITH ${NOW},
-    t AS (
-      SELECT 1 FROM object_types WHERE id = ? AND tenant_id = ? AND published_version = ? AND deleted_at IS NULL
+export function insertObjectsStatement (tenantId: string, actor: object, items: NewObjectChange[]): FoldedStatement {
+  const input = items.map(({ object: o, audit, counts }, n) => ({
+    n, id: o.id, type_id: o.typeId, type_version: o.typeVersion, public_id: o.publicId, attributes: o.attributes, geometry: o.geometry,
+    workflow_state: o.workflowState, valid_from: o.validFrom, audit, counts
+  }))
+  return {
+    name: 'objects.insert',
+    ctes: [NOW, `inp AS MATERIALIZED (
+      SELECT * FROM jsonb_to_recordset(?::jsonb) AS x(n int, id uuid, type_id uuid, type_version int, public_id text, attributes jsonb,
+        geometry jsonb, workflow_state text, valid_from timestamptz, audit jsonb, counts jsonb)
+    )`, `t AS (
+      SELECT id, published_version FROM object_types WHERE tenant_id = ? AND deleted_at IS NULL AND id IN (SELECT type_id FROM inp)
       FOR KEY SHARE
-    ),
-    o AS (
+    )`, `o AS (
       INSERT INTO objects (id, tenant_id, type_id, type_version, public_id, attributes, geom, workflow_state, version, valid_from, created_at, updated_at)
-      SELECT ?, ?, ?, ?, ?, ?::jsonb, ST_SetSRID(ST_GeomFromGeoJSON(?::text), 4326), ?, 1, coalesce(${VALID_FROM}, now.t), now.t, now.t FROM now, t
+      SELECT inp.id, ?, inp.type_id, inp.type_version, inp.public_id, inp.attributes, ST_SetSRID(ST_GeomFromGeoJSON(inp.geometry::text), 4326),
+        inp.workflow_state, 1, coalesce(date_trunc('milliseconds', inp.valid_from), now.t), now.t, now.t
+      FROM inp JOIN t ON t.id = inp.type_id AND t.published_version = inp.type_version, now
+      ORDER BY inp.n
       RETURNING *
-    ),
-    v AS (
+    )`, `v AS (
       ${VERSION_INSERT}
       SELECT id, 1, tenant_id, type_id, public_id, 'created', attributes, geom, workflow_state, created_at, updated_at, valid_from, created_at, ?::jsonb FROM o
-    )
-    SELECT ${COLS} FROM o`,
-  [o.typeId, o.tenantId, o.typeVersion, o.id, o.tenantId, o.typeId, o.typeVersion, o.publicId, JSON.stringify(o.attributes),
-    o.geometry === null ? null : JSON.stringify(o.geometry), o.workflowState, o.validFrom, JSON.stringify(o.actor)])
-  return r.rows[0] ?? null
+    )`],
+    select: `SELECT inp.n, j.body AS result, jsonb_build_object('audit', inp.audit, 'counts', inp.counts,
+      'event', jsonb_build_object('type', 'object.created', 'aggregateType', 'object', 'aggregateId', o.id, 'payload', jsonb_build_object('object', j.body::jsonb))) AS change
+      FROM o JOIN inp ON inp.id = o.id CROSS JOIN LATERAL (SELECT ${objectJson('o')} AS body) j`,
+    bindings: [JSON.stringify(input), tenantId, tenantId, JSON.stringify(actor)]
+  }
 }
 
 /** The live object, locked until the transaction ends (serialises writers of one object). */
@@ -185,30 +209,62 @@ export function objectSource (tenantParam: Bindings, t: TimePoint): { sql: strin
   }
 }
 
-export async function findObject (db: Queryable, tenantId: string, id: string, t: TimePoint): Promise<ObjectRow | null> {
+/** The object as the API shows it, as JSON text built by PostgreSQL, and its version (ETag). */
+export async function findObjectJson (db: Queryable, tenantId: string, id: string, t: TimePoint): Promise<{ json: string, version: number } | null> {
   const src = objectSource([tenantId], t)
-  const text = `SELECT ${COLS} FROM ${src.sql} o WHERE o.id = ?`
+  const text = `SELECT ${objectJson('o')}::text AS json, o.version FROM ${src.sql} o WHERE o.id = ?`
   // The current read is the hot one and its text is fixed; time-travel reads vary less often.
   const current = t.asOf === undefined && t.validAt === undefined
-  const r = await (current ? prepared(db, 'objects.get', text, [...src.params, id]) : db.raw(text, [...src.params, id]))
+  const r = await (current ? prepared(db, 'objects.get-json', text, [...src.params, id]) : db.raw(text, [...src.params, id]))
   return r.rows[0] ?? null
 }
 
-export interface ListFilter { typeId?: string, sort: { expr: string, params: Bindings }, order: 'asc' | 'desc', limit: number, offset: number }
+/** A sort key: its SQL over `o`, whether it can be null (nulls sort last) and is unique per tenant. */
+export interface SortKey { expr: string, params: Bindings, nullable: boolean, unique: boolean }
 
-export async function listObjects (db: Queryable, tenantId: string, t: TimePoint, f: ListFilter): Promise<{ rows: ObjectRow[], total: number }> {
+export interface ListFilter { typeId?: string, sort: SortKey, order: 'asc' | 'desc', limit: number, offset: number }
+
+function listWhere (tenantId: string, t: TimePoint, typeId: string | undefined): { from: string, params: Bindings } {
   const src = objectSource([tenantId], t)
-  const where: string[] = []
-  const params: Bindings = []
-  if (f.typeId !== undefined) { where.push('o.type_id = ?'); params.push(f.typeId) }
-  const cond = where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''
+  if (typeId === undefined) return { from: `${src.sql} o`, params: src.params }
+  return { from: `${src.sql} o WHERE o.type_id = ?`, params: [...src.params, typeId] }
+}
+
+/**
+ * A page, read one row beyond it so that `more` is exact. The ORDER BY matches an index of
+ * migration 202611230201 in either direction (the index gives the page; no sort of the set).
+ */
+export function listStatement (tenantId: string, t: TimePoint, f: ListFilter): { sql: string, params: Bindings } {
+  const w = listWhere(tenantId, t, f.typeId)
   const dir = f.order === 'desc' ? 'DESC' : 'ASC'
-  const [rows, count] = await Promise.all([
-    db.raw(`SELECT ${COLS} FROM ${src.sql} o ${cond} ORDER BY ${f.sort.expr} ${dir} NULLS LAST, o.id ${dir} LIMIT ? OFFSET ?`,
-      [...src.params, ...params, ...f.sort.params, f.limit, f.offset]),
-    db.raw(`SELECT count(*)::int AS n FROM ${src.sql} o ${cond}`, [...src.params, ...params])
-  ])
-  return { rows: rows.rows, total: count.rows[0].n }
+  const order = `${f.sort.expr} ${dir}${f.sort.nullable ? ' NULLS LAST' : ''}${f.sort.unique ? '' : `, o.id ${dir}`}`
+  return { sql: `SELECT o.* FROM ${w.from} ORDER BY ${order} LIMIT ? OFFSET ?`, params: [...w.params, ...f.sort.params, f.limit + 1, f.offset] }
+}
+
+/**
+ * The page's items as a JSON array built by PostgreSQL, their number, whether more follow, and,
+ * when `total` is given (a one-row SELECT of column n, e.g. a counter), that total: one round trip.
+ */
+export async function listObjectsJson (db: Queryable, tenantId: string, t: TimePoint, f: ListFilter, total: Statement | null): Promise<{ items: string, count: number, more: boolean, total: number | null }> {
+  const s = listStatement(tenantId, t, f)
+  const r = await db.raw(`SELECT coalesce(json_agg(x.item ORDER BY x.rn) FILTER (WHERE x.rn <= ?), '[]')::text AS items,
+      least(count(*), ?)::int AS count, count(*) > ? AS more, ${total === null ? 'NULL::bigint' : `(SELECT n FROM (${total.sql}) t)`} AS total
+    FROM (SELECT ${objectJson('p', true)} AS item, row_number() OVER () AS rn FROM (${s.sql}) p) x`,
+  [f.limit, f.limit, f.limit, ...(total?.bindings ?? []), ...s.params])
+  return r.rows[0]
+}
+
+/** The plan of a list page (diagnostics and the plan tests). */
+export async function explainList (db: Queryable, tenantId: string, t: TimePoint, f: ListFilter): Promise<string> {
+  const s = listStatement(tenantId, t, f)
+  const r = await db.raw(`EXPLAIN ${s.sql}`, s.params)
+  return r.rows.map((row: { 'QUERY PLAN': string }) => row['QUERY PLAN']).join('\n')
+}
+
+/** The size of a time-travel list: exact up to 10,000, estimated above. */
+export function countObjects (db: Queryable, tenantId: string, t: TimePoint, typeId: string | undefined): Promise<Total> {
+  const w = listWhere(tenantId, t, typeId)
+  return boundedCount(db, `SELECT 1 FROM ${w.from}`, w.params)
 }
 
 export interface VersionRow extends ObjectRow {

@@ -20,3 +20,8 @@ export function emitStatement (tenantId: string, events: sql.DomainEvent[], caus
   if (events.length === 0) return null
   return sql.emitStatement(tenantId, causation === undefined ? events : events.map(e => ({ ...e, payload: { ...(e.payload as object), causation } })))
 }
+
+/** The same events read from rows `e(v, n)` of the statement they are folded into (lib/pipeline). */
+export function emitFromStatement (tenantId: string, rows: string): Statement {
+  return sql.emitFromStatement(tenantId, rows)
+}

@@ -22,13 +22,22 @@ export interface OutboxRow {
 /** Queues events in the given order (position follows it). */
 export function emitStatement (tenantId: string, events: DomainEvent[]): Statement {
   return {
-    sql: `INSERT INTO outbox_events (tenant_id, type, aggregate_type, aggregate_id, payload)
-      SELECT ?, e.v->>'type', e.v->>'aggregate_type', e.v->>'aggregate_id', e.v->'payload'
-      FROM jsonb_array_elements(?::jsonb) WITH ORDINALITY AS e(v, n)
-      ORDER BY e.n`,
+    sql: insertEvents('jsonb_array_elements(?::jsonb) WITH ORDINALITY AS e(v, n)'),
     name: 'outbox.emit',
-    bindings: [tenantId, JSON.stringify(events.map(e => ({ type: e.type, aggregate_type: e.aggregateType, aggregate_id: e.aggregateId, payload: e.payload })))]
+    bindings: [tenantId, JSON.stringify(events)]
   }
+}
+
+/** The same insert from rows `e(v, n)` of another statement, v a DomainEvent as jsonb. */
+export function emitFromStatement (tenantId: string, rows: string): Statement {
+  return { sql: insertEvents(rows), bindings: [tenantId] }
+}
+
+function insertEvents (rows: string): string {
+  return `INSERT INTO outbox_events (tenant_id, type, aggregate_type, aggregate_id, payload)
+    SELECT ?, e.v->>'type', e.v->>'aggregateType', e.v->>'aggregateId', e.v->'payload'
+    FROM ${rows}
+    ORDER BY e.n`
 }
 
 /** Up to `limit` undelivered events in order, locked; rows another claimer holds are skipped. */

@@ -91,7 +91,7 @@ function geometryParam (g: Geometry): Fragment {
 }
 
 // within / contains / intersects are planar in lon/lat (PostGIS geometry); each is
-// index-aware, so objects_geom_gist prefilters by bounding box.
+// index-aware, so objects_tenant_geom_gist prefilters by bounding box.
 const SPATIAL_FN = { within: 'ST_Within', contains: 'ST_Contains', intersects: 'ST_Intersects' } as const
 
 function spatial (node: FilterNode): Fragment {
@@ -99,11 +99,11 @@ function spatial (node: FilterNode): Fragment {
     case 'spatial':
       return sql`${trusted(SPATIAL_FN[node.op])}(o.geom, ${geometryParam(node.geometry)})`
     case 'dwithin':
-      // On the sphere (use_spheroid false), in meters. objects_geog_gist, an index on
+      // On the sphere (use_spheroid false), in meters. objects_tenant_geog_gist, an index on
       // (geom::geography), serves it: PostGIS adds `&& _ST_Expand(...)` itself.
       return sql`ST_DWithin(o.geom::geography, ${geometryParam(node.geometry)}::geography, ${node.meters}::float8, false)`
     case 'bbox': {
-      // && uses objects_geom_gist; ST_Intersects keeps the answer exact for non-point objects
+      // && uses objects_tenant_geom_gist; ST_Intersects keeps the answer exact for non-point objects
       // whose own box overlaps the bounds while the geometry does not.
       const [minX, minY, maxX, maxY] = node.bounds
       const env = sql`ST_MakeEnvelope(${minX}::float8, ${minY}::float8, ${maxX}::float8, ${maxY}::float8, 4326)`
@@ -144,7 +144,8 @@ export function orderBy (sorts: Sort[]): Fragment {
     const nullable = s.field.kind === 'attribute' || s.field.nullable
     return sql`${sortKey(s.field)}${trusted(dir + (nullable ? ' NULLS LAST' : ''))}`
   })
-  if (!sorts.some(s => s.field.kind === 'column' && s.field.name === 'id')) keys.push(trusted(`o.id ${sorts[0]?.order === 'desc' ? 'DESC' : 'ASC'}`))
+  // publicId is unique per tenant: a tie-breaker after it would only defeat its index.
+  if (!sorts.some(s => s.field.kind === 'column' && (s.field.name === 'id' || s.field.name === 'publicId'))) keys.push(trusted(`o.id ${sorts[0]?.order === 'desc' ? 'DESC' : 'ASC'}`))
   return join(keys, ', ')
 }
 

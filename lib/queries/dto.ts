@@ -1,24 +1,7 @@
 import type * as objects from '../objects/index.js'
-import type { QueryRow } from './sql.js'
 import type { Aggregation } from './types.js'
 
-/** A result item: the object as GET /v1/objects lists it (objectId equals id). */
-export function toQueryItem (r: QueryRow): QueryItem {
-  return {
-    id: r.id,
-    typeId: r.type_id,
-    publicId: r.public_id,
-    attributes: r.attributes,
-    geometry: r.geometry,
-    workflowState: r.workflow_state,
-    version: r.version,
-    validFrom: r.valid_from,
-    createdAt: r.created_at,
-    updatedAt: r.updated_at,
-    objectId: r.id
-  }
-}
-
+/** A result item: the object as GET /v1/objects lists it (objectId equals id); built in SQL. */
 export type QueryItem = objects.ObjectDto & { objectId: string }
 
 /**

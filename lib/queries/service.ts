@@ -1,10 +1,10 @@
 import type { ServiceContext } from '../context.js'
 import * as access from '../access/index.js'
-import { page, type Page } from '../schemas.js'
+import { pageJson, pagination, type Page } from '../schemas.js'
 import { aggregateList, orderBy, whereClause } from './compile.js'
 import { fromListParams, parseRunQuery, type ListParams } from './parse.js'
 import * as sql from './sql.js'
-import { toAggregateDto, toQueryItem, type QueryItem } from './dto.js'
+import { toAggregateDto, type QueryItem } from './dto.js'
 import type { GraphSpec, Query } from './types.js'
 
 /**
@@ -18,30 +18,50 @@ export type GraphResult = sql.GraphRows
 
 /** POST /v1/queries/objects/run: a page with aggregations, or the expanded graph. */
 export async function runQuery (ctx: ServiceContext, body: unknown): Promise<QueryPage | GraphResult> {
+  return JSON.parse(await runQueryJson(ctx, body))
+}
+
+/** The same answer as JSON text, a page's items serialised by PostgreSQL (what the route sends). */
+export async function runQueryJson (ctx: ServiceContext, body: unknown): Promise<string> {
   await access.authorize(ctx, 'objects', 'read')
   const q = parseRunQuery(body)
   for (const hook of queryHooks.beforeRun) await hook(ctx)
-  return q.graph === null ? findObjects(ctx, q) : expandGraph(ctx, q, q.graph)
+  return q.graph === null ? findObjects(ctx, q) : JSON.stringify(await expandGraph(ctx, q, q.graph))
 }
 
 /** GET /v1/queries/objects: typeId, status (workflowState), paging and one sort key. */
 export async function queryObjects (ctx: ServiceContext, params: ListParams): Promise<QueryPage> {
+  return JSON.parse(await queryObjectsJson(ctx, params))
+}
+
+export async function queryObjectsJson (ctx: ServiceContext, params: ListParams): Promise<string> {
   await access.authorize(ctx, 'objects', 'read')
   return findObjects(ctx, fromListParams(params))
 }
 
-/** Compiles once, then reads the page and the whole set's count and aggregates in parallel. */
-async function findObjects (ctx: ServiceContext, q: Query): Promise<QueryPage> {
+/**
+ * Compiles once, then reads the page (one row beyond it, so hasMore is exact) with the set's
+ * size: without aggregations, counted up to 10,001 in the page's own statement (the planner's
+ * estimate above 10,000, CONTRACT "Lists"); with them, the exact count and the aggregates over
+ * the whole set, in parallel.
+ */
+async function findObjects (ctx: ServiceContext, q: Query): Promise<string> {
   const src = sql.source(ctx.tenantId, q.asOf)
   const where = whereClause(q.filter)
-  const aggregates = q.aggregations.length > 0 ? aggregateList(q.aggregations) : null
-  const [rows, stats] = await Promise.all([
-    sql.selectPage(ctx.db, sql.pageStatement(src, where, orderBy(q.sorts), q.limit, q.offset)),
+  const order = orderBy(q.sorts)
+  if (q.aggregations.length === 0) {
+    // One round trip: the page and the capped count in one statement; an estimate only above 10,000.
+    const p = await sql.selectPageJson(ctx.db, sql.pageJsonStatement(src, where, order, q.limit, q.offset, true))
+    const t = await sql.totalOfMatches(ctx.db, src, where, p.n ?? 0)
+    return pageJson(p.items, pagination(p.count, q.limit, q.offset, t.total, { exact: t.exact, more: p.more }))
+  }
+  const aggregates = aggregateList(q.aggregations)
+  const [p, stats] = await Promise.all([
+    sql.selectPageJson(ctx.db, sql.pageJsonStatement(src, where, order, q.limit, q.offset)),
     sql.selectStats(ctx.db, src, where, aggregates)
   ])
-  const result: QueryPage = page(rows.map(toQueryItem), q.limit, q.offset, stats.total)
-  if (aggregates !== null) result.aggregations = q.aggregations.map((a, i) => toAggregateDto(a, stats[`a${i}`]))
-  return result
+  const aggregations = q.aggregations.map((a, i) => toAggregateDto(a, (stats as Record<string, unknown>)[`a${i}`]))
+  return pageJson(p.items, pagination(p.count, q.limit, q.offset, stats.total, { more: p.more }), { aggregations })
 }
 
 /** With objectIds those are the start and filters do not apply; else the filtered page is. */
@@ -57,5 +77,5 @@ async function expandGraph (ctx: ServiceContext, q: Query, g: GraphSpec): Promis
 export async function explainQuery (ctx: ServiceContext, body: unknown): Promise<string> {
   await access.authorize(ctx, 'objects', 'read')
   const q = parseRunQuery(body)
-  return sql.explain(ctx.db, sql.pageStatement(sql.source(ctx.tenantId, q.asOf), whereClause(q.filter), orderBy(q.sorts), q.limit, q.offset))
+  return sql.explain(ctx.db, sql.pageJsonStatement(sql.source(ctx.tenantId, q.asOf), whereClause(q.filter), orderBy(q.sorts), q.limit, q.offset))
 }

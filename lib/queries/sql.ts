@@ -1,4 +1,5 @@
 import type { Queryable } from '../db.js'
+import { EXACT_TOTAL_UP_TO, totalFrom, type Total } from '../counting.js'
 import * as objects from '../objects/index.js'
 import { Fragment, sql, trusted } from './fragment.js'
 import { LIMITS } from './fields.js'
@@ -7,27 +8,9 @@ import type { GraphSpec } from './types.js'
 // The statements of the query service. Predicates, ORDER BY and aggregates come compiled
 // from compile.ts as Fragments; here they are placed around the object source `o`.
 
-// Timestamps leave the database as the API's ISO text (UTC, milliseconds): a page of 1,000
-// items would otherwise parse 3,000 Dates only to format them again (a third of the service's
-// overhead over hand-written SQL in the bench). MS truncates, as a JS Date does.
-const ISO = `'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'`
-const iso = (col: string) => `to_char(${col} AT TIME ZONE 'UTC', ${ISO})`
-const COLS = trusted(`o.id, o.type_id, o.public_id, o.attributes, ST_AsGeoJSON(o.geom)::json AS geometry,
-  o.workflow_state, o.version, ${iso('o.valid_from')} AS valid_from, ${iso('o.created_at')} AS created_at, ${iso('o.updated_at')} AS updated_at`)
-
-/** A result row: an object with its timestamps already in API form. */
-export interface QueryRow {
-  id: string
-  type_id: string
-  public_id: string
-  attributes: Record<string, unknown>
-  geometry: objects.ObjectRow['geometry']
-  workflow_state: string | null
-  version: number
-  valid_from: string
-  created_at: string
-  updated_at: string
-}
+// A result item is the object as GET /v1/objects lists it, serialised by PostgreSQL: a page of
+// 1,000 items would otherwise be parsed into rows and Dates only to be formatted again.
+const ITEM = trusted(objects.objectJson('p', true))
 
 /**
  * The tenant's objects at a time point (lib/objects objectSource): the objects table now,
@@ -43,12 +26,31 @@ function run (db: Queryable, f: Fragment) {
   return db.raw(f.text, f.params)
 }
 
-export function pageStatement (src: Fragment, where: Fragment, order: Fragment, limit: number, offset: number): Fragment {
-  return sql`SELECT ${COLS} FROM ${src} o WHERE ${where} ORDER BY ${order} LIMIT ${limit} OFFSET ${offset}`
+/**
+ * The page as a JSON array (items in order), the number of items and whether more follow (the
+ * page is read one row beyond its limit), and, when `counted`, the set's size counted up to
+ * 10,001 in the same statement (column n; one round trip).
+ */
+export function pageJsonStatement (src: Fragment, where: Fragment, order: Fragment, limit: number, offset: number, counted = false): Fragment {
+  const count = counted ? sql`(SELECT count(*)::int FROM (${matches(src, where)} LIMIT ${EXACT_TOTAL_UP_TO + 1}) c)` : trusted('NULL::int')
+  return sql`SELECT coalesce(json_agg(x.item ORDER BY x.rn) FILTER (WHERE x.rn <= ${limit}), '[]')::text AS items,
+      least(count(*), ${limit})::int AS count, count(*) > ${limit} AS more, ${count} AS n
+    FROM (SELECT ${ITEM} AS item, row_number() OVER () AS rn
+      FROM (SELECT o.* FROM ${src} o WHERE ${where} ORDER BY ${order} LIMIT ${limit + 1} OFFSET ${offset}) p) x`
 }
 
-export async function selectPage (db: Queryable, statement: Fragment): Promise<QueryRow[]> {
-  return (await run(db, statement)).rows
+function matches (src: Fragment, where: Fragment): Fragment {
+  return sql`SELECT 1 FROM ${src} o WHERE ${where}`
+}
+
+export async function selectPageJson (db: Queryable, statement: Fragment): Promise<{ items: string, count: number, more: boolean, n: number | null }> {
+  return (await run(db, statement)).rows[0]
+}
+
+/** The total from the page statement's capped count: exact up to 10,000, else the planner's estimate. */
+export function totalOfMatches (db: Queryable, src: Fragment, where: Fragment, n: number): Promise<Total> {
+  const f = matches(src, where)
+  return totalFrom(db, n, f.text, f.params)
 }
 
 /** EXPLAIN of a statement, with its bindings (planned as the real run plans it). */

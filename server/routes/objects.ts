@@ -13,7 +13,8 @@ export const registerObjectRoutes: RouteRegistrar = (router, guards) => {
     summary: 'List objects (asOf: transaction time; validAt: valid time)',
     query: S.ListObjectsQuery, responses: { 200: { description: 'a page of objects', schema: S.ObjectList } }, errors: [400]
   }, async ctx => {
-    ctx.body = await objects.listObjects(service(ctx), parseQuery<objects.ListQuery>(S.ListObjectsQuery, ctx.query))
+    ctx.type = 'application/json'
+    ctx.body = await objects.listObjectsJson(service(ctx), parseQuery<objects.ListQuery>(S.ListObjectsQuery, ctx.query))
   })
 
   defineRoute(router, guards, {
@@ -30,14 +31,25 @@ export const registerObjectRoutes: RouteRegistrar = (router, guards) => {
   })
 
   defineRoute(router, guards, {
+    method: 'post', path: '/v1/objects/batch', operationId: 'createObjects', tag: 'objects', auth: 'bearer',
+    summary: 'Create up to 1,000 objects in one transaction (all or none; a refused item is named by its index)',
+    body: S.CreateObjectsBody, responses: { 201: { description: 'created, in the order given', schema: S.CreateObjectsResult } },
+    errors: [409]
+  }, async ctx => {
+    ctx.status = 201
+    ctx.body = await objects.createObjects(service(ctx), ctx.request.body)
+  })
+
+  defineRoute(router, guards, {
     method: 'get', path: '/v1/objects/:id', operationId: 'getObject', tag: 'objects', auth: 'bearer',
     summary: 'Read an object, now or as of a past time', pathParams: idParam, query: S.GetObjectQuery,
     responses: { 200: { description: 'the object', schema: S.ObjectBody, headers: ETagHeader } }, errors: [400, 404]
   }, async ctx => {
     const t = parseQuery<objects.TimePoint>(S.GetObjectQuery, ctx.query)
-    const o = await objects.getObject(service(ctx), ctx.params.id, t)
+    const o = await objects.getObjectJson(service(ctx), ctx.params.id, t)
     setVersionHeaders(ctx, o.version)
-    ctx.body = o
+    ctx.type = 'application/json'
+    ctx.body = o.json
   })
 
   defineRoute(router, guards, {

@@ -12,7 +12,8 @@ export const registerQueryRoutes: RouteRegistrar = (router, guards) => {
     summary: 'Simple object query: typeId, status (workflowState), paging, one sort key',
     query: S.QueryObjectsQuery, responses: { 200: { description: 'a page of objects', schema: S.QueryResult } }, errors: [400]
   }, async ctx => {
-    ctx.body = await queries.queryObjects(service(ctx), parseQuery<queries.ListParams>(S.QueryObjectsQuery, ctx.query))
+    ctx.type = 'application/json'
+    ctx.body = await queries.queryObjectsJson(service(ctx), parseQuery<queries.ListParams>(S.QueryObjectsQuery, ctx.query))
   })
 
   defineRoute(router, guards, {
@@ -24,6 +25,7 @@ export const registerQueryRoutes: RouteRegistrar = (router, guards) => {
     body: S.RunQueryBody, bodyRequired: false,
     responses: { 200: { description: 'the results', schema: S.RunQueryResult } }, errors: [400]
   }, async ctx => {
-    ctx.body = await queries.runQuery(service(ctx), ctx.request.body)
+    ctx.type = 'application/json'
+    ctx.body = await queries.runQueryJson(service(ctx), ctx.request.body)
   })
 }

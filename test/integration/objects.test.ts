@@ -103,7 +103,9 @@ describe('lib/objects', () => {
   })
 
   it('sortExpression maps fields to columns and binds attribute paths instead of splicing them', () => {
-    assert.deepEqual(objects.sortExpression('createdAt'), { expr: 'o.created_at', params: [] })
+    assert.deepEqual(objects.sortExpression('createdAt'), { expr: 'o.created_at', params: [], nullable: false, unique: false })
+    assert.equal(objects.sortExpression('publicId').unique, true)
+    assert.equal(objects.sortExpression('workflowState').nullable, true)
     const attr = objects.sortExpression("attributes.a'b.c")
     assert.equal(attr.expr, 'o.attributes #> ?::text[]')
     assert.deepEqual(attr.params, [["a'b", 'c']])

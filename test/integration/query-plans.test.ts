@@ -27,23 +27,23 @@ describe('query service: plans use the indexes', () => {
 
   const plan = (body: unknown, ctx = f.ctx) => queries.explainQuery(ctx, body)
 
-  it('bbox uses objects_geom_gist', async () => {
+  it('bbox uses objects_tenant_geom_gist', async () => {
     const p = await plan({ filters: [{ field: 'geometry', operator: 'bbox', value: [10.5, 50.5, 10.6, 50.6] }] })
-    assert.match(p, /objects_geom_gist/, p)
+    assert.match(p, /objects_tenant_geom_gist/, p)
     const r = await f.run({ filters: [{ field: 'geometry', operator: 'bbox', value: [10.5, 50.5, 10.6, 50.6] }] })
     assert.equal(r.pagination.total, 121)
   })
 
-  it('within and intersects use objects_geom_gist', async () => {
+  it('within and intersects use objects_tenant_geom_gist', async () => {
     for (const operator of ['within', 'intersects']) {
       const p = await plan({ filters: [{ field: 'geometry', operator, value: box(10.5, 50.5, 10.6, 50.6) }] })
-      assert.match(p, /objects_geom_gist/, `${operator}\n${p}`)
+      assert.match(p, /objects_tenant_geom_gist/, `${operator}\n${p}`)
     }
   })
 
-  it('dwithin uses the geography index objects_geog_gist', async () => {
+  it('dwithin uses the geography index objects_tenant_geog_gist', async () => {
     const p = await plan({ filters: [{ field: 'geometry', operator: 'dwithin', value: point(10.5, 50.5), distanceMeters: 2000 }] })
-    assert.match(p, /objects_geog_gist/, p)
+    assert.match(p, /objects_tenant_geog_gist/, p)
   })
 
   it('attribute equality uses the GIN index objects_attributes_gin', async () => {
