@@ -35,11 +35,13 @@ export interface Change {
 
 export interface WriteHooks {
   before: Array<(ctx: ServiceContext, spec: WriteSpec) => Promise<void>>
+  /** Changes of a hook's own (e.g. the license's monthly usage delta), written with the operation's. */
+  record: Array<(ctx: ServiceContext, spec: WriteSpec) => Change[]>
   inTransaction: Array<(ctx: ServiceContext, tx: Tx, spec: WriteSpec, changes: Change[]) => Promise<void>>
   afterCommit: Array<(ctx: ServiceContext, spec: WriteSpec, changes: Change[]) => void>
 }
 
-export const writeHooks: WriteHooks = { before: [], inTransaction: [], afterCommit: [] }
+export const writeHooks: WriteHooks = { before: [], record: [], inTransaction: [], afterCommit: [] }
 
 export interface WriteScope {
   tx: Tx
@@ -54,6 +56,7 @@ export async function runWrite<T> (ctx: ServiceContext, spec: WriteSpec, operati
   const result = await withTransaction(ctx.db, async tx => {
     await ensureTenant(tx, ctx.tenantId)
     const value = await operation({ tx, record: c => { changes.push(c) } })
+    for (const hook of writeHooks.record) changes.push(...hook(ctx, spec))
     // Audit, outbox and counter rows in one round trip.
     await runStatements(tx, [
       audit.recordStatement(ctx.tenantId, ctx.actor, changes.flatMap(c => c.audit ? [c.audit] : [])),

@@ -12,6 +12,7 @@ import { computePermissions } from '../../lib/access/index.js'
 import type { ServiceContext } from '../../lib/context.js'
 import { packageVersion } from '../../lib/release/version.js'
 import { createApp } from '../../server/app.js'
+import { startSettingsFeed } from '../../lib/settings/index.js'
 import { TEST_DATABASE_URL, TEST_JWT_SECRET } from './env.js'
 
 export const silentLog = createLogger('test', 'error')
@@ -78,6 +79,7 @@ export async function startServer (env: Record<string, string> = {}, opts: Serve
   const redis = opts.redis === true ? await connectRedis(config.redisUrl ?? 'redis://127.0.0.1:6379') : null
   const db = createDb(config.databaseUrl, { poolMax: 30 })
   const sequencer = new Sequencer(db, () => {})
+  const feed = await startSettingsFeed(db, config.databaseUrl, silentLog)
   const app = createApp({ config, db, log: opts.log ?? silentLog, sequencer, jobs: null, redis })
   const server = http.createServer(app.callback())
   await new Promise<void>(resolve => server.listen(0, '127.0.0.1', resolve))
@@ -113,6 +115,7 @@ export async function startServer (env: Record<string, string> = {}, opts: Serve
     async close () {
       await new Promise<void>(resolve => server.close(() => resolve()))
       await sequencer.stop()
+      await feed.stop()
       await db.destroy()
       await redis?.quit()
     }
