@@ -172,6 +172,7 @@ const MEMORY_WARNING = 'LICENSE_STORAGE_SECRET is not set: the license lives in 
  * that changes nothing.
  */
 export async function installLicense (ctx: ServiceContext, body: unknown): Promise<InstallResult> {
+  await access.authorize(ctx, 'license', 'write') // before verifying: a caller without the right learns nothing
   const { licenseKey } = parse<{ licenseKey: string }>(schema.InstallLicenseBody, body)
   const { publicKey, storageSecret } = ctx.config.license
   if (publicKey === null) throw validationError('licenseKey', 'this deployment has no LICENSE_PUBLIC_KEY, so it cannot verify a license (it runs the development edition)')
