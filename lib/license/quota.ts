@@ -10,15 +10,16 @@ import * as sql from './sql.js'
  * Refuses the write in `tx` when it takes `limitCode` past the license's limit (README
  * "Quotas"). The write's own delta (`own`, at most 1) is already in `tx`; `bucket` is the month
  * of a monthly limit (that of the write's own delta), null for a live-record one. Exactly-N under any
- * concurrency: a write passes on the shared path only when the total it sees plus every other
- * holder of the lock (each an uncommitted write adding at most 1) stays within the limit;
- * otherwise it takes the exact path (exclusive lock, exact total) and only that path refuses.
+ * concurrency: a write passes on the shared path only when the total it sees plus as many other
+ * holders of the lock as the server admits (each an uncommitted write adding at most 1) stays
+ * within the limit; otherwise (within max_connections of the limit) it takes the exact path
+ * (exclusive lock, exact total), and only that path refuses.
  */
 export async function checkQuota (ctx: ServiceContext, tx: Tx, limitCode: string, limit: number, own: number, bucket: string | null): Promise<void> {
   const def = LIMITS[limitCode]
   if (def === undefined || own <= 0) return
   const seen = await sql.sharedCheck(tx, ctx.tenantId, def.counter, bucket)
-  if (seen.total + (seen.holders - 1) <= limit) return
+  if (seen.total + (seen.maxHolders - 1) <= limit) return
   const total = await sql.exclusiveTotal(tx, ctx.tenantId, def.counter, bucket)
   if (total <= limit) return
   refuse(ctx, limitCode, limit, total - own)

@@ -39,7 +39,7 @@ function keys (tenantId: string, counter: string): string {
 }
 
 function totalSql (tenantId: string, counter: string, bucket: string | null): string {
-  return `SELECT coalesce(sum(delta), 0)::bigint AS total FROM counter_deltas WHERE tenant_id = ${literal(tenantId)} AND counter = ${literal(counter)}` +
+  return `SELECT coalesce(sum(delta), 0)::bigint FROM counter_deltas WHERE tenant_id = ${literal(tenantId)} AND counter = ${literal(counter)}` +
     (bucket === null ? '' : ` AND bucket = ${literal(bucket)}`)
 }
 
@@ -47,18 +47,16 @@ type Result = { rows: Array<Record<string, unknown>> }
 
 /**
  * The far-from-the-limit path: under a savepoint, the (tenant, counter) lock in SHARED mode, then
- * how many transactions hold it (the writes that may have passed but not committed: each adds at
- * most 1), then the total this transaction sees (committed rows plus its own).
+ * the total this transaction sees (committed rows plus its own) and the most transactions that can
+ * hold that lock at once (every connection, plus prepared transactions): each other holder is a
+ * write that may have passed without committing yet, adding at most 1.
  */
-export async function sharedCheck (tx: Tx, tenantId: string, counter: string, bucket: string | null): Promise<{ holders: number, total: number }> {
-  const k = keys(tenantId, counter)
+export async function sharedCheck (tx: Tx, tenantId: string, counter: string, bucket: string | null): Promise<{ maxHolders: number, total: number }> {
   const r = await tx.raw(`SAVEPOINT license_quota;
-    SELECT pg_advisory_xact_lock_shared(${k});
-    SELECT count(*)::int AS holders FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 2
-      AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
-      AND classid = hashtext(${literal(tenantId)})::oid AND objid = hashtext(${literal(counter)})::oid;
-    ${totalSql(tenantId, counter, bucket)}`) as unknown as Result[]
-  return { holders: Number(r[2].rows[0].holders), total: Number(r[3].rows[0].total) }
+    SELECT pg_advisory_xact_lock_shared(${keys(tenantId, counter)});
+    SELECT (${totalSql(tenantId, counter, bucket)}) AS total,
+      current_setting('max_connections')::int + current_setting('max_prepared_transactions')::int AS max_holders`) as unknown as Result[]
+  return { maxHolders: Number(r[2].rows[0].max_holders), total: Number(r[2].rows[0].total) }
 }
 
 /**
@@ -70,6 +68,6 @@ export async function exclusiveTotal (tx: Tx, tenantId: string, counter: string,
   const r = await tx.raw(`ROLLBACK TO SAVEPOINT license_quota;
     SELECT pg_advisory_xact_lock(${keys(tenantId, `${counter}:exact`)});
     SELECT pg_advisory_xact_lock(${keys(tenantId, counter)});
-    ${totalSql(tenantId, counter, bucket)}`) as unknown as Result[]
+    SELECT (${totalSql(tenantId, counter, bucket)}) AS total`) as unknown as Result[]
   return Number(r[3].rows[0].total)
 }
