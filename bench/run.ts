@@ -7,6 +7,7 @@ import { benchObjects } from './objects.js'
 import { benchQueries } from './queries.js'
 import { benchAutomation } from './automation.js'
 import { benchCore, table } from './core.js'
+import { benchLicense } from './license.js'
 
 // `npm run bench`: starts the real API as its own process on a benchmark database and prints
 // each figure as a ratio against a baseline measured in the same run.
@@ -72,6 +73,7 @@ try {
     for (const line of await benchObjects({ db, databaseUrl: DATABASE_URL, baseUrl, tokenFor, rounds: ROUNDS })) console.log(line)
     await benchQueries(db, line => console.log(line))
     await benchAutomation({ db, databaseUrl: DATABASE_URL, baseUrl, tokenFor, env, rounds: ROUNDS }, line => console.log(line))
+    await benchLicense(db, DATABASE_URL, ROUNDS, line => console.log(line))
   }
 } finally {
   api.kill('SIGTERM')

@@ -11,6 +11,12 @@ const OPERATORS = new Set([
   'all', 'none', 'some', 'geoWithin', 'geoDistanceWithin', 'geoIntersects'
 ])
 const MAX_DEPTH = 32
+/** Operations in one rule (README "Safety"). */
+const MAX_NODES = 2000
+/** Steps of one evaluation: map/filter/reduce over large data nested in each other stop here. */
+const MAX_STEPS = 100_000
+/** Path segments that would walk out of the data into JavaScript's object machinery. */
+const UNSAFE_SEGMENTS = new Set(['__proto__', 'constructor', 'prototype'])
 
 // Geofencing on GeoJSON values that live in no table (a vehicle reporting its position in a
 // webhook payload), evaluated in process with turf (lib/automation/README.md lists them):
@@ -60,12 +66,44 @@ function isGeoJsonLiteral (v: object): boolean {
   return typeof o.type === 'string' && GEOJSON_TYPES.has(o.type) && ('coordinates' in o || 'geometry' in o || 'geometries' in o)
 }
 
-/** Checks a JsonLogic expression is well formed: known operators only, bounded depth. */
-export function checkLogic (rule: unknown, path: string, depth = 0): { path: string, reason: string } | null {
+// `var` reads own properties only, and never through __proto__/constructor/prototype: a rule
+// cannot reach Object.prototype or a function, whatever path it computes at run time.
+jsonLogic.add_operation('var', function (this: unknown, a: unknown, b: unknown) {
+  const notFound = b === undefined ? null : b
+  if (a === undefined || a === null || a === '') return this
+  let cur: unknown = this
+  for (const part of String(a).split('.')) {
+    if (UNSAFE_SEGMENTS.has(part) || cur === null || typeof cur !== 'object' || !Object.hasOwn(cur, part)) return notFound
+    cur = (cur as Record<string, unknown>)[part]
+    if (cur === undefined) return notFound
+  }
+  return cur
+})
+
+// Every operation, nested ones included, goes through jsonLogic.apply: counting there bounds an
+// evaluation whatever the rule does with the data. Evaluation is synchronous, so one counter will do.
+let stepsLeft = MAX_STEPS
+const applyUnbounded = jsonLogic.apply.bind(jsonLogic)
+jsonLogic.apply = ((logic: jsonLogic.RulesLogic, data?: unknown) => {
+  if (--stepsLeft < 0) throw new Error(`rule evaluation exceeds ${MAX_STEPS} steps`)
+  return applyUnbounded(logic, data)
+}) as typeof jsonLogic.apply
+
+/**
+ * Checks a JsonLogic expression is well formed: known operators only, bounded depth and size,
+ * and no literal `var` path through __proto__, constructor or prototype.
+ */
+export function checkLogic (rule: unknown, path: string): { path: string, reason: string } | null {
+  const budget = { nodes: MAX_NODES }
+  return checkNode(rule, path, 0, budget)
+}
+
+function checkNode (rule: unknown, path: string, depth: number, budget: { nodes: number }): { path: string, reason: string } | null {
   if (depth > MAX_DEPTH) return { path, reason: `nests deeper than ${MAX_DEPTH}` }
+  if (--budget.nodes < 0) return { path, reason: `the rule has more than ${MAX_NODES} parts` }
   if (Array.isArray(rule)) {
     for (const [i, r] of rule.entries()) {
-      const f = checkLogic(r, `${path}[${i}]`, depth + 1)
+      const f = checkNode(r, `${path}[${i}]`, depth + 1, budget)
       if (f) return f
     }
     return null
@@ -76,13 +114,26 @@ export function checkLogic (rule: unknown, path: string, depth = 0): { path: str
   if (keys.length !== 1) return { path, reason: 'a JsonLogic operation is an object with exactly one operator key' }
   const op = keys[0]
   if (!OPERATORS.has(op)) return { path: `${path}.${op}`, reason: `unknown JsonLogic operator "${op}"` }
-  return checkLogic((rule as Record<string, unknown>)[op], `${path}.${op}`, depth + 1)
+  const arg = (rule as Record<string, unknown>)[op]
+  if (op === 'var') {
+    const name = Array.isArray(arg) ? arg[0] : arg
+    if (typeof name === 'string' && name.split('.').some(p => UNSAFE_SEGMENTS.has(p))) {
+      return { path: `${path}.var`, reason: 'a var path may not use __proto__, constructor or prototype' }
+    }
+  }
+  return checkNode(arg, `${path}.${op}`, depth + 1, budget)
 }
 
 export type LogicResult = { ok: true, value: unknown } | { ok: false, error: string }
 
-/** Evaluates a rule; a throwing rule is reported, never propagated (callers fail closed). */
+/**
+ * Evaluates a rule; a throwing rule is reported, never propagated (callers fail closed). A rule
+ * that fails checkLogic (one stored before these checks existed) is not run.
+ */
 export function evaluateLogic (rule: unknown, data: unknown): LogicResult {
+  const bad = checkLogic(rule, 'rule')
+  if (bad) return { ok: false, error: `${bad.path} ${bad.reason}` }
+  stepsLeft = MAX_STEPS
   try {
     return { ok: true, value: jsonLogic.apply(rule as jsonLogic.RulesLogic, data) }
   } catch (err) {

@@ -38,11 +38,13 @@ export interface Change {
 
 export interface WriteHooks {
   before: Array<(ctx: ServiceContext, spec: WriteSpec) => Promise<void>>
+  /** Changes of a hook's own (e.g. the license's monthly usage delta), written with the operation's. */
+  record: Array<(ctx: ServiceContext, spec: WriteSpec) => Change[]>
   inTransaction: Array<(ctx: ServiceContext, tx: Tx, spec: WriteSpec, changes: Change[]) => Promise<void>>
   afterCommit: Array<(ctx: ServiceContext, spec: WriteSpec, changes: Change[]) => void>
 }
 
-export const writeHooks: WriteHooks = { before: [], inTransaction: [], afterCommit: [] }
+export const writeHooks: WriteHooks = { before: [], record: [], inTransaction: [], afterCommit: [] }
 
 /**
  * An operation statement that carries its own changes: data-modifying CTEs, then a SELECT
@@ -83,6 +85,7 @@ export async function runWrite<T> (ctx: ServiceContext, spec: WriteSpec, operati
         return rows.map(r => r.result as R)
       }
     })
+    for (const hook of writeHooks.record) for (const c of hook(ctx, spec)) { changes.push(c); recorded.push(c) }
     // Audit, outbox and counter rows in one round trip.
     await runStatements(tx, [
       audit.recordStatement(ctx.tenantId, ctx.actor, recorded.flatMap(c => c.audit ? [c.audit] : [])),

@@ -4,6 +4,7 @@ import type { Config } from './config.js'
 import { createDb, type Db } from './db.js'
 import type { Logger } from './log.js'
 import { Sequencer } from './audit/index.js'
+import { startSettingsFeed } from './settings/index.js'
 
 /**
  * What both the API and the worker hold for their lifetime: the pool, the audit sequencer,
@@ -21,6 +22,8 @@ export async function startRuntime (config: Readonly<Config>, log: Logger, opts:
   const db = createDb(config.databaseUrl)
   const sequencer = new Sequencer(db, err => log.error({ err }, 'audit sequencing failed'))
   sequencer.startSweeping()
+  // License and policy changes made by any process reach this one at once (lib/settings).
+  const feed = await startSettingsFeed(db, config.databaseUrl, log)
   // The API only sends jobs; maintenance and schedules run in the worker.
   const boss = new PgBoss({ connectionString: config.databaseUrl, schema: 'pgboss', supervise: opts.worker, schedule: opts.worker, migrate: false, max: 5, superviseIntervalSeconds: config.workerSuperviseSeconds })
   boss.on('error', err => log.error({ err }, 'pg-boss error'))
@@ -35,6 +38,7 @@ export async function startRuntime (config: Readonly<Config>, log: Logger, opts:
     async stop () {
       await boss.stop({ graceful: true, timeout: 10_000 }).catch(err => log.error({ err }, 'pg-boss stop failed'))
       await sequencer.stop()
+      await feed.stop()
       redis?.disconnect()
       await db.destroy()
     }

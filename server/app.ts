@@ -11,6 +11,7 @@ import { errorBodies } from './middleware/errors.js'
 import { jsonBody } from './middleware/body.js'
 import { createLimiter, rateLimit } from './middleware/rate-limit.js'
 import { identify, requireIdentity, requireMetricsToken } from './middleware/auth.js'
+import { requireFeature } from './middleware/license.js'
 import type { RouteGuards } from './openapi/registry.js'
 import { registerPlatformRoutes } from './routes/platform.js'
 import { registerObjectTypeRoutes } from './routes/object-types.js'
@@ -22,6 +23,8 @@ import { registerRelationRoutes } from './routes/relations.js'
 import { registerQueryRoutes } from './routes/queries.js'
 import { registerAutomationRoutes } from './routes/automation.js'
 import { watchQueues } from '../jobs/metrics.js'
+import { registerLicenseRoutes } from './routes/license.js'
+import { registerPermissionRoutes } from './routes/permissions.js'
 
 export interface AppDeps {
   config: Readonly<Config>
@@ -44,7 +47,9 @@ export const ROUTE_MODULES: RouteRegistrar[] = [
   registerRuleRoutes,
   registerRelationRoutes,
   registerQueryRoutes,
-  registerAutomationRoutes
+  registerAutomationRoutes,
+  registerLicenseRoutes,
+  registerPermissionRoutes
 ]
 
 /** Builds the Koa app without listening (tests drive app.callback()). */
@@ -66,8 +71,9 @@ export function createApp (deps: AppDeps): Koa {
   const guards: RouteGuards = spec => {
     const limit = spec.unlimited === true ? [] : [limited]
     const parse = spec.body !== undefined ? [body] : []
+    const feature = spec.feature !== undefined ? [requireFeature(spec.feature)] : []
     switch (spec.auth) {
-      case 'bearer': return [who, ...limit, must, ...parse]
+      case 'bearer': return [who, ...limit, must, ...feature, ...parse]
       case 'metrics': return [...limit, metricsAuth]
       case 'webhook': case 'none': return [...limit, ...parse]
     }

@@ -8,7 +8,9 @@ import * as audit from '../audit/index.js'
 import { can, type Action, type Resource } from './grants.js'
 
 /**
- * Throws FORBIDDEN unless the caller holds `resource:action`. A denial is written to the audit
+ * The one permission check (every route's lib call makes it before reading anything, so a 403
+ * never tells whether a resource exists). Throws FORBIDDEN with `details.required`
+ * ("objects:write") unless the caller holds `resource:action`; a denial is written to the audit
  * chain (permission.denied) in its own transaction before the error propagates.
  */
 export async function authorize (ctx: ServiceContext, resource: Resource, action: Action): Promise<void> {
@@ -20,5 +22,5 @@ export async function authorize (ctx: ServiceContext, resource: Resource, action
     data: { resource, action, roles: ctx.actor.roles }
   })
   const held = ctx.actor.roles.length > 0 ? `you have ${ctx.actor.roles.join(', ')}` : 'your token has no roles'
-  throw new AppError('FORBIDDEN', `requires ${resource}:${action}; ${held}`, { resource, action })
+  throw new AppError('FORBIDDEN', `requires ${resource}:${action}; ${held}`, { required: `${resource}:${action}`, resource, action })
 }

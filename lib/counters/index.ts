@@ -10,6 +10,23 @@ export type { CounterDelta } from './sql.js'
 export const OBJECTS = 'objects'
 export const OBJECT_CHANGES = 'object_changes'
 
+// Live records of other resources (bucket ''): +1 when one is created or restored, -1 when it is
+// deleted, recorded by the owning module in its Change.counts. The license limits
+// relation_count, object_type_count, layer_count and automation_rule_count read them.
+export const RELATIONS = 'relations'
+export const OBJECT_TYPES = 'object_types'
+export const LAYERS = 'layers'
+export const AUTOMATION_RULES = 'automation_rules'
+// Per calendar month (bucket = monthBucket()): recorded by lib/license for the writes and query
+// runs that count against workflow_run_count and query_count.
+export const WORKFLOW_RUNS = 'workflow_runs'
+export const QUERIES = 'queries'
+
+/** The UTC calendar month of `at` as a bucket, 'YYYY-MM'. */
+export function monthBucket (at: Date): string {
+  return at.toISOString().slice(0, 7)
+}
+
 /** The statement the write pipeline runs inside the write's transaction, or null for none. */
 export function addStatement (tenantId: string, deltas: sql.CounterDelta[]): Statement | null {
   const nonZero = deltas.filter(d => d.delta !== 0)

@@ -1,5 +1,6 @@
 import { Ajv, type ValidateFunction } from 'ajv'
 import addFormatsModule from 'ajv-formats'
+import { RE2JS } from 're2js'
 import { ajvErrors } from '../validation.js'
 import { checkLogic, evaluateLogic, truthy } from '../jsonlogic.js'
 import { findElevation, validateGeometry, type Geometry } from '../geo/geojson.js'
@@ -7,6 +8,31 @@ import { validationError } from '../errors.js'
 import { unstorableValue } from '../storable.js'
 
 const addFormats = addFormatsModule as unknown as { default: (ajv: Ajv) => Ajv }
+
+function linearRegExpFn (pattern: string): { test: (s: string) => boolean } {
+  const re = RE2JS.compile(pattern)
+  return { test: s => re.test(s) }
+}
+const linearRegExp = Object.assign(linearRegExpFn, { code: 'RE2JS' })
+
+/** Bounds on a tenant's attribute schema (what it may submit; README "Safety"). */
+export const SCHEMA_LIMITS = { maxBytes: 64 * 1024, maxDepth: 32, maxPatternLength: 1000 }
+
+function checkSchemaBounds (schema: unknown, path: string, depth: number): { field: string, reason: string } | null {
+  if (depth > SCHEMA_LIMITS.maxDepth) return { field: path, reason: `nests deeper than ${SCHEMA_LIMITS.maxDepth} levels` }
+  if (schema === null || typeof schema !== 'object') return null
+  for (const [k, v] of Object.entries(schema)) {
+    const p = Array.isArray(schema) ? `${path}[${k}]` : `${path}.${k}`
+    if (k === 'pattern' && typeof v === 'string' && v.length > SCHEMA_LIMITS.maxPatternLength) return { field: p, reason: `is longer than ${SCHEMA_LIMITS.maxPatternLength} characters` }
+    if (k === 'patternProperties' && v !== null && typeof v === 'object') {
+      const long = Object.keys(v).find(re => re.length > SCHEMA_LIMITS.maxPatternLength)
+      if (long !== undefined) return { field: p, reason: `holds a pattern longer than ${SCHEMA_LIMITS.maxPatternLength} characters` }
+    }
+    const f = checkSchemaBounds(v, p, depth + 1)
+    if (f) return f
+  }
+  return null
+}
 
 /** The versioned part of an object type: what draft -> sandbox -> published moves. */
 export interface TypeDefinition {
@@ -27,7 +53,10 @@ export interface Fault { field: string, reason: string }
 // off, a schema's `$id` is not registered, so two types (of any tenants) may use the same `$id`
 // and a `$ref` never resolves against another tenant's schema; every compiled schema is removed
 // from Ajv's cache again (see compile), so memory stays bounded by the validator cache below.
-const tenantAjv = new Ajv({ allErrors: true, strict: false, validateSchema: true, addUsedSchema: false, logger: false })
+// Tenant regular expressions (`pattern`, `patternProperties`) run on RE2 semantics (re2js, pure
+// JavaScript, linear time): `^(a+)+$` cannot backtrack. A pattern RE2 cannot express
+// (backreferences, lookaround) fails to compile, so the type is refused with 400.
+const tenantAjv = new Ajv({ allErrors: true, strict: false, validateSchema: true, addUsedSchema: false, logger: false, code: { regExp: linearRegExp } })
 addFormats.default(tenantAjv)
 
 function compile (schema: Record<string, unknown>): ValidateFunction {
@@ -47,6 +76,9 @@ export function checkDefinition (def: TypeDefinition): void {
   if (bad) throw validationError(bad.field, bad.reason)
   if (def.attributeSchema !== null) {
     if (def.attributeSchema.type !== 'object') throw validationError('attributeSchema.type', 'must be "object"')
+    if (JSON.stringify(def.attributeSchema).length > SCHEMA_LIMITS.maxBytes) throw validationError('attributeSchema', `is larger than ${SCHEMA_LIMITS.maxBytes} bytes`)
+    const bound = checkSchemaBounds(def.attributeSchema, 'attributeSchema', 0)
+    if (bound) throw validationError(bound.field, bound.reason)
     try {
       compile(def.attributeSchema)
     } catch (err) {

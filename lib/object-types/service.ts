@@ -5,6 +5,7 @@ import { parse } from '../validation.js'
 import { page, type Page } from '../schemas.js'
 import * as access from '../access/index.js'
 import { runWrite } from '../pipeline.js'
+import * as counters from '../counters/index.js'
 import type { Geometry } from '../geo/geojson.js'
 import * as schema from './schema.js'
 import * as sql from './sql.js'
@@ -78,7 +79,7 @@ export async function createObjectType (ctx: ServiceContext, body: unknown): Pro
     await checkReferences(ctx, w.tx, def)
     const row = await sql.insertType(w.tx, ctx.tenantId, input.key)
     await sql.versions.insert(w.tx, ctx.tenantId, row.id, 1, def, ctx.actor.sub)
-    w.record(audited('objectType.created', row, { version: 1 }))
+    w.record({ ...audited('objectType.created', row, { version: 1 }), counts: [{ counter: counters.OBJECT_TYPES, delta: 1 }] })
     return toObjectTypeDto(mustFind(await sql.findType(w.tx, ctx.tenantId, row.id), row.id))
   })
 }
@@ -130,7 +131,7 @@ export async function deleteObjectType (ctx: ServiceContext, id: string): Promis
     const live = await sql.countLiveObjects(w.tx, ctx.tenantId, id)
     if (live > 0) throw new AppError('CONFLICT', `object type ${t.key} still has ${live} live object(s); delete them first`, { liveObjects: live })
     await sql.softDeleteType(w.tx, id)
-    w.record(audited('objectType.deleted', t, { version: t.latest_version }))
+    w.record({ ...audited('objectType.deleted', t, { version: t.latest_version }), counts: [{ counter: counters.OBJECT_TYPES, delta: -1 }] })
   })
 }
 

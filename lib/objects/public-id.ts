@@ -19,7 +19,8 @@ export function renderPublicId (template: string, v: { seq: number | null, now: 
     if (token.startsWith('attributes.')) {
       let cur: unknown = v.attributes
       for (const part of token.slice('attributes.'.length).split('.')) {
-        cur = cur !== null && typeof cur === 'object' ? (cur as Record<string, unknown>)[part] : undefined
+        // Own properties only: `attributes.constructor` must not reach Object's prototype.
+        cur = cur !== null && typeof cur === 'object' && Object.hasOwn(cur, part) ? (cur as Record<string, unknown>)[part] : undefined
       }
       return cur === undefined || cur === null ? '' : typeof cur === 'object' ? JSON.stringify(cur) : String(cur)
     }

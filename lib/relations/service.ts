@@ -8,6 +8,7 @@ import { page, type Page } from '../schemas.js'
 import * as access from '../access/index.js'
 import { runWrite, type WriteScope } from '../pipeline.js'
 import * as objects from '../objects/index.js'
+import * as counters from '../counters/index.js'
 import * as schema from './schema.js'
 import * as sql from './sql.js'
 import { toRelationDto, type RelationDto } from './dto.js'
@@ -16,8 +17,9 @@ interface CreateInput { fromObjectId: string, toObjectId: string, relationType: 
 interface PatchInput { relationType?: string, metadata?: Record<string, unknown>, inheritsGeometry?: boolean }
 
 /** Audit and outbox for one relation change, recorded by the pipeline in the same transaction. */
-function record (w: WriteScope, audit: string, event: string, row: sql.RelationRow, extra: Record<string, unknown> = {}): void {
+function record (w: WriteScope, audit: string, event: string, row: sql.RelationRow, extra: Record<string, unknown> = {}, live = 0): void {
   w.record({
+    counts: live === 0 ? undefined : [{ counter: counters.RELATIONS, delta: live }],
     audit: { type: audit, resourceType: 'relation', resourceId: row.id, data: { fromObjectId: row.from_object_id, toObjectId: row.to_object_id, relationType: row.relation_type, ...extra } },
     event: { type: event, aggregateType: 'relation', aggregateId: row.id, payload: { relation: toRelationDto(row), ...extra } }
   })
@@ -46,7 +48,7 @@ export async function createRelation (ctx: ServiceContext, body: unknown): Promi
       relationType: input.relationType, metadata: input.metadata ?? {}, inheritsGeometry: input.inheritsGeometry ?? false
     })
     if (row === null) conflict(await sql.findActiveTwin(w.tx, ctx.tenantId, input.fromObjectId, input.toObjectId, input.relationType, null) ?? 'unknown')
-    record(w, 'relation.created', 'relation.created', row)
+    record(w, 'relation.created', 'relation.created', row, {}, 1)
     return toRelationDto(row)
   })
 }
@@ -81,7 +83,7 @@ export async function patchRelation (ctx: ServiceContext, id: string, body: unkn
 export async function deleteRelation (ctx: ServiceContext, id: string): Promise<void> {
   await runWrite(ctx, { resource: 'relations', action: 'write' }, async w => {
     const current = await lockActive(ctx, w, id)
-    record(w, 'relation.deleted', 'relation.deleted', await sql.setDeleted(w.tx, current.id, true))
+    record(w, 'relation.deleted', 'relation.deleted', await sql.setDeleted(w.tx, current.id, true), {}, -1)
   })
 }
 
@@ -102,7 +104,7 @@ export async function restoreRelation (ctx: ServiceContext, id: string): Promise
     const twin = await sql.findActiveTwin(w.tx, ctx.tenantId, current.from_object_id, current.to_object_id, current.relation_type, current.id)
     if (twin !== null) conflict(twin)
     const row = await sql.setDeleted(w.tx, current.id, false)
-    record(w, 'relation.restored', 'relation.created', row, { restored: true })
+    record(w, 'relation.restored', 'relation.created', row, { restored: true }, 1)
     return toRelationDto(row)
   })
 }

@@ -5,6 +5,7 @@ import type { Db } from '../../lib/db.js'
 import type { AuditKicker, JobSender, ServiceContext } from '../../lib/context.js'
 import * as access from '../../lib/access/index.js'
 import * as audit from '../../lib/audit/index.js'
+import * as policy from '../../lib/policy/index.js'
 import { AppError } from '../../lib/errors.js'
 
 export interface AuthDeps {
@@ -49,17 +50,18 @@ export function requireIdentity (deps: AuthDeps): Middleware {
       throw new AppError('UNAUTHORIZED', `authentication failed: ${failure.reason}`, { reason: failure.reason })
     }
     const id = ctx.state.identity as access.Identity
-    ctx.state.service = serviceContext(deps, id, ctx)
+    ctx.state.service = serviceContext(deps, id, ctx, await policy.permissionsFor(deps.db, id.tenant, id.roles, id.scope))
     return next()
   }
 }
 
-export function serviceContext (deps: AuthDeps, id: access.Identity, ctx: Context): ServiceContext {
+/** `permissions`: the effective ones after the tenant policy (lib/policy permissionsFor). */
+export function serviceContext (deps: AuthDeps, id: access.Identity, ctx: Context, permissions: access.Permissions): ServiceContext {
   return {
     tenantId: id.tenant,
     actor: { sub: id.sub, roles: id.roles },
     scope: id.scope,
-    permissions: access.permissionsFor(id.roles, id.scope),
+    permissions,
     requestId: ctx.state.requestId,
     log: ctx.state.log,
     db: deps.db,

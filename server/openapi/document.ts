@@ -40,7 +40,7 @@ function operation (r: RouteSpec): object {
   }
   const errors = new Set<number>([...(r.errors ?? []), 500])
   if (r.auth === 'bearer' || r.auth === 'webhook') errors.add(401)
-  if (r.auth === 'bearer') errors.add(403)
+  if (r.auth === 'bearer' || r.feature !== undefined) errors.add(403)
   if (r.unlimited !== true) errors.add(429)
   if (r.body) { errors.add(400); errors.add(413) }
   for (const code of errors) {
@@ -52,6 +52,8 @@ function operation (r: RouteSpec): object {
     summary: r.summary,
     ...(r.description ? { description: r.description } : {}),
     tags: [r.tag],
+    // The license module switch this operation belongs to: 403 FEATURE_DISABLED when it is off.
+    ...(r.feature !== undefined ? { 'x-license-feature': r.feature } : {}),
     security,
     ...(parameters.length > 0 ? { parameters } : {}),
     ...(r.body ? { requestBody: { required: r.bodyRequired ?? true, content: { 'application/json': { schema: r.body } } } } : {}),

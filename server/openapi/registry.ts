@@ -1,5 +1,6 @@
 import type Router from '@koa/router'
 import type { Middleware } from 'koa'
+import type { Feature } from '../../lib/license/index.js'
 
 /**
  * Every route is declared once, here, with the same JSON Schemas that lib uses to validate its
@@ -30,6 +31,12 @@ export interface RouteSpec {
   auth: AuthKind
   /** Exempt from rate limiting (health, metrics). */
   unlimited?: boolean
+  /**
+   * The license module switch this route belongs to (CONTRACT "Licensing"): when the tenant's
+   * license sets it to false, the route answers 403 FEATURE_DISABLED (checked by the guards for
+   * bearer routes; a webhook route's handler checks it once it knows the tenant).
+   */
+  feature?: Feature
   pathParams?: Record<string, { description: string, schema: object }>
   query?: { type: 'object', properties: Record<string, object>, required?: string[], additionalProperties?: boolean }
   headers?: Record<string, { description: string, required?: boolean, schema: object }>

@@ -8,7 +8,7 @@ const S = audit.schema
 
 export const registerAuditRoutes: RouteRegistrar = (router, guards) => {
   defineRoute(router, guards, {
-    method: 'get', path: '/v1/audit/events', operationId: 'listAuditEvents', tag: 'audit', auth: 'bearer',
+    method: 'get', path: '/v1/audit/events', operationId: 'listAuditEvents', tag: 'audit', auth: 'bearer', feature: 'audit',
     summary: 'List audit events, newest first (needs auditLogs:read; ?tenant=_system needs system_admin)',
     description: 'Only sequenced events are listed; the chain\'s pending events are sequenced first, so an event whose write ' +
       'was just answered is included. `from` is inclusive and `to` exclusive, both on occurredAt.',
@@ -19,7 +19,7 @@ export const registerAuditRoutes: RouteRegistrar = (router, guards) => {
   })
 
   defineRoute(router, guards, {
-    method: 'get', path: '/v1/audit/events/:id/proof', operationId: 'proveAuditEvent', tag: 'audit', auth: 'bearer',
+    method: 'get', path: '/v1/audit/events/:id/proof', operationId: 'proveAuditEvent', tag: 'audit', auth: 'bearer', feature: 'audit',
     summary: 'Verify an event and the whole hash chain from genesis to the head',
     description: 'Recomputes every hash of the chain. `valid` is false when any event between genesis and the head was altered, ' +
       'removed or added; `brokenAt` then names the first sequence that fails. An event of another tenant gives 404.',

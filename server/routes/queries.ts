@@ -8,7 +8,7 @@ const S = queries.schema
 
 export const registerQueryRoutes: RouteRegistrar = (router, guards) => {
   defineRoute(router, guards, {
-    method: 'get', path: '/v1/queries/objects', operationId: 'queryObjects', tag: 'queries', auth: 'bearer',
+    method: 'get', path: '/v1/queries/objects', operationId: 'queryObjects', tag: 'queries', auth: 'bearer', feature: 'queries',
     summary: 'Simple object query: typeId, status (workflowState), paging, one sort key',
     query: S.QueryObjectsQuery, responses: { 200: { description: 'a page of objects', schema: S.QueryResult } }, errors: [400]
   }, async ctx => {
@@ -17,7 +17,7 @@ export const registerQueryRoutes: RouteRegistrar = (router, guards) => {
   })
 
   defineRoute(router, guards, {
-    method: 'post', path: '/v1/queries/objects/run', operationId: 'runObjectQuery', tag: 'queries', auth: 'bearer',
+    method: 'post', path: '/v1/queries/objects/run', operationId: 'runObjectQuery', tag: 'queries', auth: 'bearer', feature: 'queries',
     summary: 'Run a query: filters (attribute, spatial, and/or/not), sorts, paging, aggregations, asOf, graph expansion',
     description: 'Needs objects:read. A bad field, operator or value is a 400 VALIDATION_ERROR whose details.field is the path, ' +
       'e.g. filters[0].filters[1].operator. Without graph the answer is {items, pagination, aggregations?}; with graph ' +

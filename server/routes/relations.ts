@@ -9,7 +9,7 @@ const S = relations.schema
 
 export const registerRelationRoutes: RouteRegistrar = (router, guards) => {
   defineRoute(router, guards, {
-    method: 'get', path: '/v1/relations', operationId: 'listRelations', tag: 'relations', auth: 'bearer',
+    method: 'get', path: '/v1/relations', operationId: 'listRelations', tag: 'relations', auth: 'bearer', feature: 'relations',
     summary: 'List relations; filters fromObjectId, toObjectId, relationType and metadata.<key> combine with AND',
     description: S.METADATA_FILTER_DESCRIPTION,
     query: S.ListRelationsQuery, responses: { 200: { description: 'a page of relations', schema: S.RelationList } }, errors: [400]
@@ -18,7 +18,7 @@ export const registerRelationRoutes: RouteRegistrar = (router, guards) => {
   })
 
   defineRoute(router, guards, {
-    method: 'post', path: '/v1/relations', operationId: 'createRelation', tag: 'relations', auth: 'bearer',
+    method: 'post', path: '/v1/relations', operationId: 'createRelation', tag: 'relations', auth: 'bearer', feature: 'relations',
     summary: 'Link two objects of the tenant (409 CONFLICT when an identical active link exists)', body: S.CreateRelationBody,
     responses: { 201: { description: 'created', schema: S.RelationBody, headers: { Location: { description: 'The new relation', schema: { type: 'string' } } } } },
     errors: [409]
@@ -30,7 +30,7 @@ export const registerRelationRoutes: RouteRegistrar = (router, guards) => {
   })
 
   defineRoute(router, guards, {
-    method: 'get', path: '/v1/relations/:id', operationId: 'getRelation', tag: 'relations', auth: 'bearer',
+    method: 'get', path: '/v1/relations/:id', operationId: 'getRelation', tag: 'relations', auth: 'bearer', feature: 'relations',
     summary: 'Read a relation (a soft-deleted one too: deletedAt is set)', pathParams: idParam,
     responses: { 200: { description: 'the relation', schema: S.RelationBody } }, errors: [404]
   }, async ctx => {
@@ -38,7 +38,7 @@ export const registerRelationRoutes: RouteRegistrar = (router, guards) => {
   })
 
   defineRoute(router, guards, {
-    method: 'patch', path: '/v1/relations/:id', operationId: 'patchRelation', tag: 'relations', auth: 'bearer',
+    method: 'patch', path: '/v1/relations/:id', operationId: 'patchRelation', tag: 'relations', auth: 'bearer', feature: 'relations',
     summary: 'Change relationType, metadata (JSON merge patch) or inheritsGeometry of an active relation', pathParams: idParam,
     body: S.PatchRelationBody, responses: { 200: { description: 'updated', schema: S.RelationBody } }, errors: [404, 409]
   }, async ctx => {
@@ -46,7 +46,7 @@ export const registerRelationRoutes: RouteRegistrar = (router, guards) => {
   })
 
   defineRoute(router, guards, {
-    method: 'delete', path: '/v1/relations/:id', operationId: 'deleteRelation', tag: 'relations', auth: 'bearer',
+    method: 'delete', path: '/v1/relations/:id', operationId: 'deleteRelation', tag: 'relations', auth: 'bearer', feature: 'relations',
     summary: 'Soft-delete a relation (kept with deletedAt; restorable)', pathParams: idParam,
     responses: { 204: { description: 'deleted' } }, errors: [404]
   }, async ctx => {
@@ -55,7 +55,7 @@ export const registerRelationRoutes: RouteRegistrar = (router, guards) => {
   })
 
   defineRoute(router, guards, {
-    method: 'post', path: '/v1/relations/:id/restore', operationId: 'restoreRelation', tag: 'relations', auth: 'bearer',
+    method: 'post', path: '/v1/relations/:id/restore', operationId: 'restoreRelation', tag: 'relations', auth: 'bearer', feature: 'relations',
     summary: 'Restore a soft-deleted relation (an active one is returned unchanged)',
     description: '409 CONFLICT when an identical link (same from, to and type) became active meanwhile, or when an end object no longer exists.',
     pathParams: idParam, responses: { 200: { description: 'restored', schema: S.RelationBody } }, errors: [404, 409]
@@ -64,7 +64,7 @@ export const registerRelationRoutes: RouteRegistrar = (router, guards) => {
   })
 
   defineRoute(router, guards, {
-    method: 'get', path: '/v1/objects/:objectId/relations', operationId: 'listObjectRelations', tag: 'relations', auth: 'bearer',
+    method: 'get', path: '/v1/objects/:objectId/relations', operationId: 'listObjectRelations', tag: 'relations', auth: 'bearer', feature: 'relations',
     summary: 'Relations of one object: outgoing (from it), incoming (to it) or all',
     pathParams: { objectId: { description: 'A live object of the tenant', schema: Uuid } },
     query: S.ObjectRelationsQuery, responses: { 200: { description: 'a page of relations', schema: S.RelationList } }, errors: [400, 404]

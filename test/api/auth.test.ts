@@ -195,6 +195,6 @@ describe('built-in roles (SPEC 5.6, CONTRACT grants)', () => {
 
   it('a 403 names the missing permission', async () => {
     const res = await ctx.s.as(ctx.tenant, ['viewer']).post('/v1/objects', { typeId: ctx.typeId })
-    assert.deepEqual(res.body.error.details, { resource: 'objects', action: 'write' })
+    assert.deepEqual(res.body.error.details, { required: 'objects:write', resource: 'objects', action: 'write' })
   })
 })

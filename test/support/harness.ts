@@ -14,6 +14,7 @@ import { packageVersion } from '../../lib/release/version.js'
 import { createApp } from '../../server/app.js'
 import { PgBoss } from 'pg-boss'
 import { createQueues, pgBossSender } from '../../jobs/enqueue.js'
+import { startSettingsFeed } from '../../lib/settings/index.js'
 import { TEST_DATABASE_URL, TEST_JWT_SECRET } from './env.js'
 
 export const silentLog = createLogger('test', 'error')
@@ -83,6 +84,7 @@ export async function startServer (env: Record<string, string> = {}, opts: Serve
   const db = createDb(config.databaseUrl, { poolMax: 30 })
   const sequencer = new Sequencer(db, () => {})
   const boss = opts.jobs === true ? await startBoss(config.databaseUrl) : null
+  const feed = await startSettingsFeed(db, config.databaseUrl, silentLog)
   const app = createApp({ config, db, log: opts.log ?? silentLog, sequencer, jobs: boss ? pgBossSender(boss) : null, redis })
   const server = http.createServer(app.callback())
   await new Promise<void>(resolve => server.listen(0, '127.0.0.1', resolve))
@@ -119,6 +121,7 @@ export async function startServer (env: Record<string, string> = {}, opts: Serve
       await new Promise<void>(resolve => server.close(() => resolve()))
       await sequencer.stop()
       await boss?.stop({ graceful: false })
+      await feed.stop()
       await db.destroy()
       await redis?.quit()
     }

@@ -1,0 +1,10 @@
+// Licensing (SPEC 2 "License", 3 "License status", CONTRACT "Licensing"): README.
+export * as schema from './schema.js'
+export { verifyLicense, type LicenseClaims } from './claims.js'
+export { statusAt, environmentLicense, environmentLicenseStatus, type LicenseStatus } from './status.js'
+export { LIMITS, FEATURES, type Feature, type LimitDef } from './limits.js'
+export { seal, unseal } from './seal.js'
+export {
+  effectiveLicense, statusOf, assertWritable, assertFeature, limitOf, checkQuota, countQueryRun,
+  getLicense, installLicense, deploymentFingerprint, type EffectiveLicense, type LicenseDto, type InstallResult
+} from './service.js'

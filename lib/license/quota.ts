@@ -1,0 +1,43 @@
+import type { ServiceContext } from '../context.js'
+import type { Tx } from '../db.js'
+import { AppError } from '../errors.js'
+import { licenseLimitExceededTotal } from '../metrics.js'
+import * as audit from '../audit/index.js'
+import { LIMITS } from './limits.js'
+import * as sql from './sql.js'
+
+/**
+ * Refuses the write in `tx` when it takes `limitCode` past the license's limit (README
+ * "Quotas"). The write's own delta (`own`, at most 1) is already in `tx`; `bucket` is the month
+ * of a monthly limit (that of the write's own delta), null for a live-record one. Exactly-N under any
+ * concurrency: a write passes on the shared path only when the total it sees plus as many other
+ * holders of the lock as the server admits (each an uncommitted write adding at most 1) stays
+ * within the limit; otherwise (within max_connections of the limit) it takes the exact path
+ * (exclusive lock, exact total), and only that path refuses.
+ */
+export async function checkQuota (ctx: ServiceContext, tx: Tx, limitCode: string, limit: number, own: number, bucket: string | null): Promise<void> {
+  const def = LIMITS[limitCode]
+  if (def === undefined || own <= 0) return
+  const seen = await sql.sharedCheck(tx, ctx.tenantId, def.counter, bucket)
+  if (seen.total + (seen.maxHolders - 1) <= limit) return
+  const total = await sql.exclusiveTotal(tx, ctx.tenantId, def.counter, bucket)
+  if (total <= limit) return
+  refuse(ctx, limitCode, limit, total - own)
+}
+
+/**
+ * 403 LICENSE_LIMIT_EXCEEDED, counted, and audited in its own statement, because the write itself
+ * rolls back. Not awaited: the audit insert needs a pooled connection, and this transaction holds
+ * one (and the counter's exclusive lock) until the throw below rolls it back; with every pooled
+ * connection held by writers queued on that lock, waiting here would wait forever.
+ */
+function refuse (ctx: ServiceContext, limitCode: string, limit: number, current: number): never {
+  licenseLimitExceededTotal.inc({ limitCode })
+  void audit.recordForContext(ctx, {
+    type: 'license.limit_exceeded',
+    resourceType: 'license',
+    resourceId: limitCode,
+    data: { limitCode, limit, current }
+  }).catch(err => ctx.log.error({ err }, 'could not audit a refused write'))
+  throw new AppError('LICENSE_LIMIT_EXCEEDED', `the license allows ${limit} for ${limitCode}; the tenant is at ${current}`, { limitCode, limit, current })
+}

@@ -1,0 +1,28 @@
+import type { RouteRegistrar } from '../app.js'
+import { defineRoute } from '../openapi/registry.js'
+import * as license from '../../lib/license/index.js'
+import { service } from '../http/common.js'
+
+const S = license.schema
+
+export const registerLicenseRoutes: RouteRegistrar = (router, guards) => {
+  defineRoute(router, guards, {
+    method: 'get', path: '/v1/license', operationId: 'getLicense', tag: 'platform', auth: 'bearer',
+    summary: 'The tenant\'s license: status, entitlements, usage and the deployment fingerprint (owner, admin or system_admin)',
+    responses: { 200: { description: 'the license', schema: S.LicenseBody } }
+  }, async ctx => {
+    ctx.body = await license.getLicense(service(ctx))
+  })
+
+  defineRoute(router, guards, {
+    method: 'post', path: '/v1/license', operationId: 'installLicense', tag: 'platform', auth: 'bearer',
+    summary: 'Install a license for the caller\'s tenant; it applies at once in every API and worker process (owner or system_admin)',
+    description: 'The license JWT must verify with LICENSE_PUBLIC_KEY (RS256 only) and, when it carries a `tenant` claim, name the caller\'s tenant; ' +
+      'otherwise 400 and nothing changes. With LICENSE_STORAGE_SECRET it is stored encrypted (AES-256-GCM); without, it lives in this process\'s memory only ' +
+      '(`storage: "memory"` and a `warning` say so). Allowed while the current license is expired.',
+    body: S.InstallLicenseBody,
+    responses: { 200: { description: 'the license now in force (as GET), with where it is stored', schema: S.InstallResultBody } }
+  }, async ctx => {
+    ctx.body = await license.installLicense(service(ctx), ctx.request.body)
+  })
+}
