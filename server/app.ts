@@ -20,6 +20,7 @@ import { registerWorkflowRoutes } from './routes/workflows.js'
 import { registerRuleRoutes } from './routes/rules.js'
 import { registerRelationRoutes } from './routes/relations.js'
 import { registerQueryRoutes } from './routes/queries.js'
+import { registerGraphqlRoutes } from './graphql/index.js'
 
 export interface AppDeps {
   config: Readonly<Config>
@@ -41,7 +42,8 @@ export const ROUTE_MODULES: RouteRegistrar[] = [
   registerWorkflowRoutes,
   registerRuleRoutes,
   registerRelationRoutes,
-  registerQueryRoutes
+  registerQueryRoutes,
+  registerGraphqlRoutes
 ]
 
 /** Builds the Koa app without listening (tests drive app.callback()). */

@@ -1,5 +1,5 @@
 export * as schema from './schema.js'
-export { createObject, patchObject, deleteObject, getObject, listObjects, objectHistory, lockForChange, recordObjectChange, sortExpression, workflowHooks, type ListQuery } from './service.js'
+export { createObject, patchObject, deleteObject, getObject, getObjectsByIds, listObjects, objectHistory, lockForChange, recordObjectChange, sortExpression, workflowHooks, type ListQuery } from './service.js'
 export { writeVersion, objectSource, lockLiveObjects, liveObjectExists, type ObjectRow, type TimePoint } from './sql.js'
 export { toObjectDto, type ObjectDto } from './dto.js'
 export { mergePatch } from './merge-patch.js'

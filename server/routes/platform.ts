@@ -4,6 +4,7 @@ import { buildOpenApi } from '../openapi/document.js'
 import { registry } from '../../lib/metrics.js'
 import { readiness } from '../../lib/health/index.js'
 import type { ServiceContext } from '../../lib/context.js'
+import * as access from '../../lib/access/index.js'
 
 const HealthBody = {
   type: 'object',
@@ -65,7 +66,6 @@ export const registerPlatformRoutes: RouteRegistrar = (router, guards, deps) => 
     summary: 'The caller: identity, roles and effective permissions',
     responses: { 200: { description: 'identity', schema: MeBody } }
   }, ctx => {
-    const s = ctx.state.service as ServiceContext
-    ctx.body = { sub: s.actor.sub, tenant: s.tenantId, roles: s.actor.roles, scope: s.scope, permissions: s.permissions, authDisabled: deps.config.auth.disabled }
+    ctx.body = access.describeCaller(ctx.state.service as ServiceContext)
   })
 }
