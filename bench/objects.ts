@@ -66,7 +66,7 @@ async function rawCreate (pool: pg.Pool, tenant: string, typeId: string, i: numb
 // A keep-alive node:http client: lighter than fetch, so the figures measure the server.
 const agent = new Agent({ keepAlive: true, maxSockets: 32 })
 
-function http (env: ObjectsBenchEnv, token: string, method: string, path: string, body?: unknown): Promise<any> {
+export function http (env: Pick<ObjectsBenchEnv, 'baseUrl'>, token: string, method: string, path: string, body?: unknown): Promise<any> {
   const payload = body === undefined ? undefined : JSON.stringify(body)
   return new Promise((resolve, reject) => {
     const req = request(env.baseUrl + path, {
