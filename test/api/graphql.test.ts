@@ -3,6 +3,7 @@ import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
 import { newTenant, flushAudit, useOwnerSession, type Client, type Response } from '../support/harness.js'
 import { point, errorOf, tenantCounts } from '../fixtures/objects.js'
+import { reviewWorkflow } from '../fixtures/workflows.js'
 
 // GraphQL against REST's answer for the same data: every operation is compared with the REST
 // endpoint that calls the same lib service.
@@ -32,19 +33,6 @@ async function failure (c: Client, query: string, variables: Record<string, unkn
 
 const OBJECT_FIELDS = 'id typeId publicId attributes geometry workflowState version validFrom createdAt updatedAt'
 const pick = (o: Record<string, unknown>, keys: string) => Object.fromEntries(keys.split(' ').map(k => [k, o[k]]))
-
-function reviewWorkflow () {
-  return {
-    key: `wf_${randomUUID().slice(0, 8)}`,
-    name: 'Review',
-    initialState: 'draft',
-    states: [{ name: 'draft' }, { name: 'review' }, { name: 'approved', final: true }],
-    transitions: [
-      { from: ['draft'], targetState: 'review' },
-      { from: ['review'], targetState: 'approved', guards: [{ type: 'permission', requiredRole: 'admin' }] }
-    ]
-  }
-}
 
 describe('POST /v1/graphql: objects', () => {
   const session = useOwnerSession({ type: true })
@@ -185,7 +173,7 @@ describe('POST /v1/graphql: object types, workflows and rules', () => {
     assert.equal(denied.extensions.code, 'GUARD_FAILED')
     assert.equal(denied.extensions.status, 403)
     assert.equal(denied.extensions.details.guards[0].requiredRole, 'admin')
-    const invalid = await failure(operator, 'mutation ($id: ID!) { transitionObject(id: $id, targetState: "draft") { id } }', { id: o.id })
+    const invalid = await failure(operator, 'mutation ($id: ID!) { transitionObject(id: $id, targetState: "review") { id } }', { id: o.id })
     assert.equal(invalid.extensions.code, 'INVALID_TRANSITION')
     const list = await ok(session.owner, '{ workflows { items { id } pagination { total } } }')
     assert.deepEqual(list.workflows, { items: [{ id: workflowId }], pagination: { total: 1 } })
