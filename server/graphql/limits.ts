@@ -16,7 +16,17 @@ export const MAX_COST = 50_000
 /** The page size assumed when a list's limit is not given (every list defaults to 100). */
 const DEFAULT_LIMIT = 100
 
-export const depthRule: ValidationRule = depthLimit(MAX_DEPTH)
+/** graphql-depth-limit, with its refusal reworded to name the limit and carry details like the cost refusal. */
+export const depthRule: ValidationRule = context => {
+  const reworded = Object.create(context, {
+    reportError: {
+      value: (e: GraphQLError) => context.reportError(new GraphQLError(`query depth exceeds the depth limit of ${MAX_DEPTH} nested selections: ask for fewer nested fields`, {
+        nodes: e.nodes, extensions: { code: 'BAD_REQUEST', details: { limit: 'depth', maximum: MAX_DEPTH } }
+      }))
+    }
+  })
+  return depthLimit(MAX_DEPTH)(reworded)
+}
 
 const limitEstimator: ComplexityEstimator = ({ args, childComplexity }) => {
   const limit = typeof args.limit === 'number' ? args.limit

@@ -370,7 +370,12 @@ describe('POST /v1/graphql: guard rails', () => {
     const r = await gql(session.owner, `query Deep { objects(limit: 1) { ${nested} } }`)
     assert.equal(r.status, 400)
     assert.equal(r.errors?.[0].extensions.code, 'BAD_REQUEST')
-    assert.match(r.errors?.[0].message ?? '', /maximum operation depth of 10/)
+    assert.match(r.errors?.[0].message ?? '', /depth limit of 10/)
+    assert.deepEqual(r.errors?.[0].extensions.details, { limit: 'depth', maximum: 10 })
+    // Ten levels are fine.
+    let ten = 'id'
+    for (let i = 0; i < 9; i++) ten = `id relatedObjects(limit: 2) { ${ten} }`
+    await ok(session.owner, `{ objects(limit: 1) { ${ten} } }`)
   })
 
   it('refuses a query above the cost limit with BAD_REQUEST naming the limit, before reading anything', async () => {
