@@ -1,7 +1,7 @@
 import { describe, it, before } from 'node:test'
 import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
-import { newTenant, flushAudit, useOwnerSession, type Client, type Response } from '../support/harness.js'
+import { newTenant, flushAudit, publishedType, useOwnerSession, type Client, type Response } from '../support/harness.js'
 import { point, errorOf, tenantCounts } from '../fixtures/objects.js'
 import { reviewWorkflow } from '../fixtures/workflows.js'
 
@@ -410,6 +410,10 @@ describe('POST /v1/graphql: guard rails', () => {
     const d = await ok(session.owner, '{ __schema { queryType { name } mutationType { name } } __type(name: "SpatialObject") { fields { name } } }')
     assert.deepEqual(d.__schema, { queryType: { name: 'Query' }, mutationType: { name: 'Mutation' } })
     assert.ok(d.__type.fields.some((f: { name: string }) => f.name === 'relatedObjects'))
+    // The full query GraphQL tools send passes the depth and cost limits.
+    const { getIntrospectionQuery } = await import('graphql')
+    const full = await ok(session.owner, getIntrospectionQuery())
+    assert.ok(full.__schema.types.some((t: { name: string }) => t.name === 'ObjectQuery'))
   })
 })
 
@@ -441,5 +445,48 @@ describe('GET /graphql/schema.gql', () => {
     const d = await ok(session.owner, '{ __schema { queryType { fields { name } } } }')
     const printed = [...res.text.matchAll(/^type Query \{([\s\S]*?)^\}/gm)][0][1]
     for (const f of d.__schema.queryType.fields) assert.match(printed, new RegExp(`^\\s+${f.name}[(:]`, 'm'), f.name)
+  })
+})
+
+describe('POST /v1/graphql: the other writes, against REST', () => {
+  const session = useOwnerSession()
+
+  it('updateObjectType and deleteObjectType', async () => {
+    const t = (await session.owner.post('/v1/object-types', { key: `u_${randomUUID().slice(0, 8)}`, name: 'Before' })).body
+    const d = await ok(session.owner, 'mutation ($id: ID!) { updateObjectType(id: $id, input: { name: "After", publicIdTemplate: "U-{{seq}}" }) { id name publicIdTemplate version status updatedAt } }', { id: t.id })
+    const rest = (await session.owner.get(`/v1/object-types/${t.id}`)).body
+    assert.deepEqual(d.updateObjectType, pick(rest, 'id name publicIdTemplate version status updatedAt'))
+    assert.equal(rest.name, 'After')
+    assert.equal((await ok(session.owner, 'mutation ($id: ID!) { deleteObjectType(id: $id) }', { id: t.id })).deleteObjectType, true)
+    assert.equal((await session.owner.get(`/v1/object-types/${t.id}`)).status, 404)
+  })
+
+  it('updateWorkflow (with and without a stale version) and workflowVersions', async () => {
+    const wf = (await session.owner.post('/v1/workflows', reviewWorkflow())).body
+    const d = await ok(session.owner, 'mutation ($id: ID!) { updateWorkflow(id: $id, version: 1, input: { name: "Review v2" }) { name version } }', { id: wf.id })
+    assert.deepEqual(d.updateWorkflow, { name: 'Review v2', version: 2 })
+    const stale = await failure(session.owner, 'mutation ($id: ID!) { updateWorkflow(id: $id, version: 1, input: { name: "v3" }) { version } }', { id: wf.id })
+    assert.equal(stale.extensions.code, 'VERSION_CONFLICT')
+    const versions = await ok(session.owner, 'query ($id: ID!) { workflowVersions(id: $id) { version status definition createdAt createdBy sandboxAt publishedAt } }', { id: wf.id })
+    assert.deepEqual(versions.workflowVersions, (await session.owner.get(`/v1/schema-registry/workflows/${wf.id}`)).body.versions)
+  })
+
+  it('updateRule and rule', async () => {
+    const r = (await session.owner.post('/v1/rules', { key: `r_${randomUUID().slice(0, 8)}`, name: 'R', kind: 'jsonlogic', definition: { rule: true } })).body
+    await ok(session.owner, 'mutation ($id: ID!) { updateRule(id: $id, input: { name: "R2" }) { id } }', { id: r.id })
+    const d = await ok(session.owner, 'query ($id: ID!) { rule(id: $id) { id key name kind definition version status publishedVersion createdAt updatedAt } }', { id: r.id })
+    assert.deepEqual(d.rule, (await session.owner.get(`/v1/rules/${r.id}`)).body)
+    assert.equal(d.rule.name, 'R2')
+  })
+
+  it('updateRelation and relation', async () => {
+    const typeId = await publishedType(session.owner)
+    const a = (await session.owner.post('/v1/objects', { typeId })).body.id
+    const b = (await session.owner.post('/v1/objects', { typeId })).body.id
+    const rel = (await session.owner.post('/v1/relations', { fromObjectId: a, toObjectId: b, relationType: 'x', metadata: { k: 1, gone: true } })).body
+    await ok(session.owner, 'mutation ($id: ID!) { updateRelation(id: $id, input: { metadata: { gone: null, n: 2 }, inheritsGeometry: true }) { id } }', { id: rel.id })
+    const d = await ok(session.owner, 'query ($id: ID!) { relation(id: $id) { id fromObjectId toObjectId relationType metadata inheritsGeometry deletedAt createdAt updatedAt } }', { id: rel.id })
+    assert.deepEqual(d.relation, (await session.owner.get(`/v1/relations/${rel.id}`)).body)
+    assert.deepEqual(d.relation.metadata, { k: 1, n: 2 })
   })
 })
