@@ -11,7 +11,6 @@ import { costLimit, depthRule, MAX_COST, MAX_DEPTH } from './limits.js'
 import { formatError, logUnexpected } from './errors.js'
 
 export { graphqlSchema, printedSchema } from './schema.js'
-export { MAX_COST, MAX_DEPTH } from './limits.js'
 
 const Variables = { type: 'object', nullable: true, description: 'Values of the operation\'s variables' } as const
 const OperationName = { type: 'string', nullable: true, maxLength: 200, description: 'Which operation of the document to run' } as const

@@ -1,5 +1,4 @@
-import type { GraphqlModule } from './common.js'
-import { common } from './common.js'
+import { common, type GraphqlModule } from './common.js'
 import { platformModule } from './platform.js'
 import { objectsModule } from './objects.js'
 import { objectTypesModule } from './object-types.js'
