@@ -1,5 +1,5 @@
 import { ApolloServer } from '@apollo/server'
-import { ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled'
+import { ApolloServerPluginCacheControlDisabled, ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled'
 import { koaMiddleware } from '@as-integrations/koa'
 import type { RouteRegistrar } from '../app.js'
 import { defineRoute, type RouteSpec } from '../openapi/registry.js'
@@ -77,7 +77,9 @@ function createApollo (): ApolloServer<GraphqlContext> {
     includeStacktraceInErrorResponses: false,
     validationRules: [depthRule],
     formatError,
-    plugins: [costLimit(), logUnexpected(), ApolloServerPluginLandingPageDisabled()]
+    // Cache-control hints would cost a hook per resolved field and answer nothing here: tenant
+    // data is never cacheable by a shared cache. No landing page: the schema is at /graphql/schema.gql.
+    plugins: [costLimit(), logUnexpected(), ApolloServerPluginCacheControlDisabled(), ApolloServerPluginLandingPageDisabled()]
   })
   // Registrars are synchronous; requests wait for the start (a failed start fails them with a 500).
   apollo.startInBackgroundHandlingStartupErrorsByLoggingAndFailingAllRequests()
