@@ -8,6 +8,7 @@ import { benchQueries } from './queries.js'
 import { benchAutomation } from './automation.js'
 import { benchCore, table } from './core.js'
 import { benchLicense } from './license.js'
+import { benchGraphql } from './graphql.js'
 
 // `npm run bench`: starts the real API as its own process on a benchmark database and prints
 // each figure as a ratio against a baseline measured in the same run.
@@ -74,6 +75,7 @@ try {
     await benchQueries(db, line => console.log(line))
     await benchAutomation({ db, databaseUrl: DATABASE_URL, baseUrl, tokenFor, env, rounds: ROUNDS }, line => console.log(line))
     await benchLicense(db, DATABASE_URL, ROUNDS, line => console.log(line))
+    for (const line of await benchGraphql({ db, databaseUrl: DATABASE_URL, baseUrl, tokenFor, rounds: ROUNDS })) console.log(line)
   }
 } finally {
   api.kill('SIGTERM')

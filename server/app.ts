@@ -25,6 +25,7 @@ import { registerAutomationRoutes } from './routes/automation.js'
 import { watchQueues } from '../jobs/metrics.js'
 import { registerLicenseRoutes } from './routes/license.js'
 import { registerPermissionRoutes } from './routes/permissions.js'
+import { registerGraphqlRoutes } from './graphql/index.js'
 
 export interface AppDeps {
   config: Readonly<Config>
@@ -49,7 +50,8 @@ export const ROUTE_MODULES: RouteRegistrar[] = [
   registerQueryRoutes,
   registerAutomationRoutes,
   registerLicenseRoutes,
-  registerPermissionRoutes
+  registerPermissionRoutes,
+  registerGraphqlRoutes
 ]
 
 /** Builds the Koa app without listening (tests drive app.callback()). */

@@ -24,3 +24,15 @@ export async function authorize (ctx: ServiceContext, resource: Resource, action
   const held = ctx.actor.roles.length > 0 ? `you have ${ctx.actor.roles.join(', ')}` : 'your token has no roles'
   throw new AppError('FORBIDDEN', `requires ${resource}:${action}; ${held}`, { required: `${resource}:${action}`, resource, action })
 }
+
+/** The caller as GET /v1/auth/me (and GraphQL `me`) shows it (CONTRACT "Authentication and roles"). */
+export function describeCaller (ctx: ServiceContext) {
+  return {
+    sub: ctx.actor.sub,
+    tenant: ctx.tenantId,
+    roles: ctx.actor.roles,
+    scope: ctx.scope,
+    permissions: ctx.permissions,
+    authDisabled: ctx.config.auth.disabled
+  }
+}

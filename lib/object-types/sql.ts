@@ -85,3 +85,9 @@ export async function findPublished (db: Queryable, tenantId: string, typeId: st
     WHERE t.id = ? AND t.tenant_id = ? AND t.deleted_at IS NULL`, [typeId, tenantId])
   return r.rows[0] ?? null
 }
+
+/** Live types among `ids`, each with its latest version (one statement). */
+export async function findTypes (db: Queryable, tenantId: string, ids: string[]): Promise<TypeWithLatest[]> {
+  const r = await db.raw(`${LATEST} WHERE t.id = ANY(?::uuid[]) AND t.tenant_id = ? AND t.deleted_at IS NULL`, [ids, tenantId])
+  return r.rows.map(revive)
+}

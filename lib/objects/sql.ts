@@ -300,3 +300,9 @@ export async function liveObjectExists (db: Queryable, tenantId: string, id: str
   const r = await db.raw('SELECT 1 FROM objects WHERE tenant_id = ? AND id = ? AND deleted_at IS NULL', [tenantId, id])
   return r.rows.length > 0
 }
+
+/** Live objects among `ids` (one statement, whatever their number; by the primary key). */
+export async function findLiveObjects (db: Queryable, tenantId: string, ids: string[]): Promise<ObjectRow[]> {
+  const r = await db.raw(`SELECT ${COLS} FROM objects WHERE tenant_id = ? AND id = ANY(?::uuid[]) AND deleted_at IS NULL`, [tenantId, ids])
+  return r.rows
+}

@@ -166,3 +166,22 @@ export async function listObjectRelations (ctx: ServiceContext, objectId: string
   const { rows, total } = await sql.listRelations(ctx.db, ctx.tenantId, { ...q, objectId, metadata: [] })
   return page(rows.map(toRelationDto), q.limit, q.offset, total)
 }
+
+/**
+ * Relations of many objects at once, grouped by object id (GraphQL's per-object `relations` and
+ * `relatedObjects` fields batch through this: one statement for a whole page of objects).
+ * Unlike listObjectRelations, an id that is not a live object simply has no relations.
+ */
+export async function relationsOfObjects (ctx: ServiceContext, objectIds: readonly string[], q: sql.PerObjectFilter): Promise<Map<string, RelationDto[]>> {
+  await access.authorize(ctx, 'relations', 'read')
+  assertStorable(q.relationType, 'relationType')
+  const grouped = new Map<string, RelationDto[]>(objectIds.map(id => [id, []]))
+  const rows = await sql.relationsOfObjects(ctx.db, ctx.tenantId, objectIds.filter(isUuid), q)
+  for (const row of rows) grouped.get(row.for_object_id)?.push(toRelationDto(row))
+  return grouped
+}
+
+/** The end of `relation` that is not `objectId` (for a link's other object). */
+export function otherEnd (relation: RelationDto, objectId: string): string {
+  return relation.fromObjectId === objectId ? relation.toObjectId : relation.fromObjectId
+}

@@ -115,3 +115,24 @@ export async function listRelations (db: Queryable, tenantId: string, f: ListFil
   ])
   return { rows: rows.rows, total: count.rows[0].n }
 }
+
+export interface PerObjectFilter { direction: 'outgoing' | 'incoming' | 'all', relationType?: string, includeDeleted: boolean, limit: number }
+
+/**
+ * The first `limit` relations of each of `objectIds` (by createdAt, id), in ONE statement: a
+ * lateral join per object id over relations_from / relations_to. Each row carries the object
+ * it was found for (a link between two listed objects appears once for each).
+ */
+export async function relationsOfObjects (db: Queryable, tenantId: string, objectIds: string[], f: PerObjectFilter): Promise<Array<RelationRow & { for_object_id: string }>> {
+  const ends = f.direction === 'outgoing' ? 'r.from_object_id = ids.id'
+    : f.direction === 'incoming' ? 'r.to_object_id = ids.id'
+      : '(r.from_object_id = ids.id OR r.to_object_id = ids.id)'
+  const r = await db.raw(`
+    SELECT ids.id AS for_object_id, x.* FROM unnest(?::uuid[]) AS ids(id)
+    CROSS JOIN LATERAL (
+      SELECT ${COLS} FROM relations r
+      WHERE r.tenant_id = ? AND ${ends} AND (?::text IS NULL OR r.relation_type = ?) AND (? OR r.deleted_at IS NULL)
+      ORDER BY r.created_at, r.id LIMIT ?
+    ) x`, [objectIds, tenantId, f.relationType ?? null, f.relationType ?? null, f.includeDeleted, f.limit])
+  return r.rows
+}

@@ -10,7 +10,9 @@ const S = objectTypes.schema
 export const registerObjectTypeRoutes: RouteRegistrar = (router, guards) => {
   defineRoute(router, guards, {
     method: 'get', path: '/v1/object-types', operationId: 'listObjectTypes', tag: 'object-types', auth: 'bearer',
-    summary: 'List object types (each with its latest version)', query: S.ListObjectTypesQuery,
+    summary: 'List object types (each with its latest version)',
+    description: 'Needs objectTypes:read. Filter by status of the latest version or by key; ordered by creation.',
+    query: S.ListObjectTypesQuery,
     responses: { 200: { description: 'a page of object types', schema: S.ObjectTypeList } }, errors: [400]
   }, async ctx => {
     ctx.body = await objectTypes.listObjectTypes(service(ctx), parseQuery(S.ListObjectTypesQuery, ctx.query))
@@ -18,7 +20,9 @@ export const registerObjectTypeRoutes: RouteRegistrar = (router, guards) => {
 
   defineRoute(router, guards, {
     method: 'post', path: '/v1/object-types', operationId: 'createObjectType', tag: 'object-types', auth: 'bearer',
-    summary: 'Create an object type (version 1, draft)', body: S.CreateObjectTypeBody,
+    summary: 'Create an object type (version 1, draft)',
+    description: 'Needs objectTypes:write. key is unique per tenant (409 CONFLICT). The attributeSchema, geometry rules, validation rules and publicIdTemplate are checked (400 naming the field); a workflowId must exist in the tenant.',
+    body: S.CreateObjectTypeBody,
     responses: { 201: { description: 'created', schema: S.ObjectTypeBody } }, errors: [409]
   }, async ctx => {
     const t = await objectTypes.createObjectType(service(ctx), ctx.request.body)
@@ -29,7 +33,9 @@ export const registerObjectTypeRoutes: RouteRegistrar = (router, guards) => {
 
   defineRoute(router, guards, {
     method: 'get', path: '/v1/object-types/:id', operationId: 'getObjectType', tag: 'object-types', auth: 'bearer',
-    summary: 'Read an object type', pathParams: idParam,
+    summary: 'Read an object type',
+    description: 'Needs objectTypes:read. Shows the latest version and, in publishedVersion, the version objects validate against.',
+    pathParams: idParam,
     responses: { 200: { description: 'the object type', schema: S.ObjectTypeBody } }, errors: [404]
   }, async ctx => {
     ctx.body = await objectTypes.getObjectType(service(ctx), ctx.params.id)
@@ -38,6 +44,7 @@ export const registerObjectTypeRoutes: RouteRegistrar = (router, guards) => {
   defineRoute(router, guards, {
     method: 'patch', path: '/v1/object-types/:id', operationId: 'patchObjectType', tag: 'object-types', auth: 'bearer',
     summary: 'Edit the latest draft or sandbox version; a published latest version gets a new draft version',
+    description: 'Needs objectTypes:write. Fields replace those of the latest version; the result is checked as a whole (400 naming the field). Objects keep validating against publishedVersion until the new version is published.',
     pathParams: idParam, body: S.PatchObjectTypeBody,
     responses: { 200: { description: 'updated', schema: S.ObjectTypeBody } }, errors: [404]
   }, async ctx => {
@@ -46,7 +53,9 @@ export const registerObjectTypeRoutes: RouteRegistrar = (router, guards) => {
 
   defineRoute(router, guards, {
     method: 'delete', path: '/v1/object-types/:id', operationId: 'deleteObjectType', tag: 'object-types', auth: 'bearer',
-    summary: 'Delete an object type that has no live objects', pathParams: idParam,
+    summary: 'Delete an object type that has no live objects',
+    description: 'Needs objectTypes:write. 409 CONFLICT while the type still has live objects.',
+    pathParams: idParam,
     responses: { 204: { description: 'deleted' } }, errors: [404, 409]
   }, async ctx => {
     await objectTypes.deleteObjectType(service(ctx), ctx.params.id)
@@ -55,7 +64,9 @@ export const registerObjectTypeRoutes: RouteRegistrar = (router, guards) => {
 
   defineRoute(router, guards, {
     method: 'post', path: '/v1/object-types/:id/publish', operationId: 'publishObjectType', tag: 'object-types', auth: 'bearer',
-    summary: 'Move the latest version forward: draft -> sandbox -> published', pathParams: idParam,
+    summary: 'Move the latest version forward: draft -> sandbox -> published',
+    description: 'Needs objectTypes:publish. Body {"to":"sandbox"|"published"} (default published); from draft to published both steps are recorded. Moving backwards is 409 INVALID_TRANSITION.',
+    pathParams: idParam,
     body: versioning.PublishBody, bodyRequired: false,
     responses: { 200: { description: 'moved', schema: S.ObjectTypeBody } }, errors: [404, 409]
   }, async ctx => {
@@ -64,7 +75,9 @@ export const registerObjectTypeRoutes: RouteRegistrar = (router, guards) => {
 
   defineRoute(router, guards, {
     method: 'post', path: '/v1/object-types/:id/validate', operationId: 'validateAgainstObjectType', tag: 'object-types', auth: 'bearer',
-    summary: 'Dry run: validate attributes and geometry against any version of the type', pathParams: idParam,
+    summary: 'Dry run: validate attributes and geometry against any version of the type',
+    description: 'Needs objectTypes:read. Writes nothing: answers {valid, version, errors} for the given attributes and geometry against the chosen version (default the latest), the way a create would check them.',
+    pathParams: idParam,
     body: S.ValidateBody, bodyRequired: false,
     responses: { 200: { description: 'the verdict', schema: S.ValidateResult } }, errors: [404]
   }, async ctx => {
@@ -73,7 +86,9 @@ export const registerObjectTypeRoutes: RouteRegistrar = (router, guards) => {
 
   defineRoute(router, guards, {
     method: 'get', path: '/v1/schema-registry/object-types/:id', operationId: 'objectTypeSchemaVersions', tag: 'schema-registry', auth: 'bearer',
-    summary: 'Every version of an object type with its status and definition', pathParams: idParam,
+    summary: 'Every version of an object type with its status and definition',
+    description: 'Needs objectTypes:read. Oldest version first, each with its status, definition and the times it reached sandbox and published.',
+    pathParams: idParam,
     responses: { 200: { description: 'versions', schema: versioning.SchemaRegistryBody } }, errors: [404]
   }, async ctx => {
     ctx.body = await objectTypes.objectTypeRegistry(service(ctx), ctx.params.id)

@@ -11,6 +11,7 @@ export const registerObjectRoutes: RouteRegistrar = (router, guards) => {
   defineRoute(router, guards, {
     method: 'get', path: '/v1/objects', operationId: 'listObjects', tag: 'objects', auth: 'bearer',
     summary: 'List objects (asOf: transaction time; validAt: valid time)',
+    description: 'Needs objects:read. The pagination envelope; sortBy takes a column or attributes.<name>. asOf reads transaction time, validAt valid time (not both).',
     query: S.ListObjectsQuery, responses: { 200: { description: 'a page of objects', schema: S.ObjectList } }, errors: [400]
   }, async ctx => {
     ctx.type = 'application/json'
@@ -19,7 +20,9 @@ export const registerObjectRoutes: RouteRegistrar = (router, guards) => {
 
   defineRoute(router, guards, {
     method: 'post', path: '/v1/objects', operationId: 'createObject', tag: 'objects', auth: 'bearer',
-    summary: 'Create an object of a published type', body: S.CreateObjectBody,
+    summary: 'Create an object of a published type',
+    description: 'Needs objects:write; counts against object_count. Attributes are validated against the type\'s published JSON Schema and rules, geometry against its geometry rules (400 naming the field). The answer carries ETag (the version) and Location.',
+    body: S.CreateObjectBody,
     responses: { 201: { description: 'created', schema: S.ObjectBody, headers: { ...ETagHeader, Location: { description: 'The new object', schema: { type: 'string' } } } } },
     errors: [409]
   }, async ctx => {
@@ -42,7 +45,9 @@ export const registerObjectRoutes: RouteRegistrar = (router, guards) => {
 
   defineRoute(router, guards, {
     method: 'get', path: '/v1/objects/:id', operationId: 'getObject', tag: 'objects', auth: 'bearer',
-    summary: 'Read an object, now or as of a past time', pathParams: idParam, query: S.GetObjectQuery,
+    summary: 'Read an object, now or as of a past time',
+    description: 'Needs objects:read. 404 when the object does not exist (or did not yet or no longer exist at asOf/validAt). The ETag is the version, for If-Match.',
+    pathParams: idParam, query: S.GetObjectQuery,
     responses: { 200: { description: 'the object', schema: S.ObjectBody, headers: ETagHeader } }, errors: [400, 404]
   }, async ctx => {
     const t = parseQuery<objects.TimePoint>(S.GetObjectQuery, ctx.query)
@@ -54,7 +59,9 @@ export const registerObjectRoutes: RouteRegistrar = (router, guards) => {
 
   defineRoute(router, guards, {
     method: 'patch', path: '/v1/objects/:id', operationId: 'patchObject', tag: 'objects', auth: 'bearer',
-    summary: 'Update an object (If-Match required; attributes are a JSON merge patch)', pathParams: idParam,
+    summary: 'Update an object (If-Match required; attributes are a JSON merge patch)',
+    description: 'Needs objects:write. If-Match is required (400 PRECONDITION_REQUIRED without it) and must name the current version (409 VERSION_CONFLICT with details.currentVersion otherwise). workflowState cannot be changed here: use the transitions endpoint.',
+    pathParams: idParam,
     headers: IfMatchRequired, body: S.PatchObjectBody,
     responses: { 200: { description: 'updated', schema: S.ObjectBody, headers: ETagHeader } }, errors: [404, 409]
   }, async ctx => {
@@ -66,7 +73,9 @@ export const registerObjectRoutes: RouteRegistrar = (router, guards) => {
 
   defineRoute(router, guards, {
     method: 'delete', path: '/v1/objects/:id', operationId: 'deleteObject', tag: 'objects', auth: 'bearer',
-    summary: 'Soft-delete an object (history keeps it; asOf before the delete still finds it)', pathParams: idParam,
+    summary: 'Soft-delete an object (history keeps it; asOf before the delete still finds it)',
+    description: 'Needs objects:write. Soft delete: later reads give 404, asOf before the delete still finds it, history keeps it. If-Match is checked when present.',
+    pathParams: idParam,
     headers: IfMatchOptional, responses: { 204: { description: 'deleted' } }, errors: [400, 404, 409]
   }, async ctx => {
     await objects.deleteObject(service(ctx), ctx.params.id, readIfMatch(ctx))
@@ -75,7 +84,9 @@ export const registerObjectRoutes: RouteRegistrar = (router, guards) => {
 
   defineRoute(router, guards, {
     method: 'get', path: '/v1/objects/:id/history', operationId: 'objectHistory', tag: 'objects', auth: 'bearer',
-    summary: 'Valid-time and transaction-time history, oldest version first', pathParams: idParam, query: S.HistoryQuery,
+    summary: 'Valid-time and transaction-time history, oldest version first',
+    description: 'Needs objects:read. Each version with its operation, valid-time and transaction-time bounds and actor; the current version has validTo and txTo null.',
+    pathParams: idParam, query: S.HistoryQuery,
     responses: { 200: { description: 'versions', schema: S.HistoryList } }, errors: [400, 404]
   }, async ctx => {
     ctx.body = await objects.objectHistory(service(ctx), ctx.params.id, parseQuery(S.HistoryQuery, ctx.query))

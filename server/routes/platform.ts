@@ -4,6 +4,7 @@ import { buildOpenApi } from '../openapi/document.js'
 import { registry } from '../../lib/metrics.js'
 import { readiness } from '../../lib/health/index.js'
 import type { ServiceContext } from '../../lib/context.js'
+import * as access from '../../lib/access/index.js'
 
 const HealthBody = {
   type: 'object',
@@ -30,12 +31,14 @@ export const registerPlatformRoutes: RouteRegistrar = (router, guards, deps) => 
   defineRoute(router, guards, {
     method: 'get', path: '/v1/health/live', operationId: 'healthLive', tag: 'platform', auth: 'none', unlimited: true,
     summary: 'Liveness: 200 while the process runs',
+    description: 'Public and not rate-limited. Answers {"status":"ok"} while the process runs; it checks nothing else.',
     responses: { 200: { description: 'alive', schema: { type: 'object', properties: { status: { type: 'string', enum: ['ok'] } } } } }
   }, ctx => { ctx.body = { status: 'ok' } })
 
   defineRoute(router, guards, {
     method: 'get', path: '/v1/health/ready', operationId: 'healthReady', tag: 'platform', auth: 'none', unlimited: true,
     summary: 'Readiness: database reachable, license verifiable, database at this release',
+    description: 'Public and not rate-limited. 200 when the database answers, the configured license verifies and the database is at this release; 503 with the failing check otherwise. Route traffic only after 200.',
     responses: { 200: { description: 'ready', schema: HealthBody }, 503: { description: 'not ready', schema: HealthBody } }
   }, async ctx => {
     const r = await readiness(deps.db, deps.config)
@@ -46,6 +49,7 @@ export const registerPlatformRoutes: RouteRegistrar = (router, guards, deps) => 
   defineRoute(router, guards, {
     method: 'get', path: '/metrics', operationId: 'metrics', tag: 'platform', auth: 'metrics', unlimited: true,
     summary: 'Prometheus metrics (Bearer METRICS_TOKEN when configured)',
+    description: 'Prometheus text format: HTTP, database, workflow and license counters. Open unless METRICS_TOKEN is set; then Authorization: Bearer <METRICS_TOKEN> is required (401 otherwise).',
     responses: { 200: { description: 'text exposition format', contentType: 'text/plain', schema: { type: 'string' } } },
     errors: [401]
   }, async ctx => {
@@ -57,15 +61,16 @@ export const registerPlatformRoutes: RouteRegistrar = (router, guards, deps) => 
   defineRoute(router, guards, {
     method: 'get', path: '/openapi/v1.json', operationId: 'openapi', tag: 'platform', auth: 'none',
     summary: 'This REST contract (OpenAPI 3.0)',
+    description: 'Public. This document, built from the same route declarations and JSON Schemas that validate requests; its info.version is the release.',
     responses: { 200: { description: 'OpenAPI document', schema: { type: 'object' } } }
   }, ctx => { ctx.body = openapiBody() })
 
   defineRoute(router, guards, {
     method: 'get', path: '/v1/auth/me', operationId: 'authMe', tag: 'platform', auth: 'bearer',
     summary: 'The caller: identity, roles and effective permissions',
+    description: 'Any valid token may call it, even one without roles. permissions lists, per resource, the actions the caller\'s roles (narrowed by scope) grant.',
     responses: { 200: { description: 'identity', schema: MeBody } }
   }, ctx => {
-    const s = ctx.state.service as ServiceContext
-    ctx.body = { sub: s.actor.sub, tenant: s.tenantId, roles: s.actor.roles, scope: s.scope, permissions: s.permissions, authDisabled: deps.config.auth.disabled }
+    ctx.body = access.describeCaller(ctx.state.service as ServiceContext)
   })
 }

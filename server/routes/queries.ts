@@ -10,6 +10,7 @@ export const registerQueryRoutes: RouteRegistrar = (router, guards) => {
   defineRoute(router, guards, {
     method: 'get', path: '/v1/queries/objects', operationId: 'queryObjects', tag: 'queries', auth: 'bearer', feature: 'queries',
     summary: 'Simple object query: typeId, status (workflowState), paging, one sort key',
+    description: 'Needs objects:read. status filters workflowState; limit defaults to 100. For attribute, spatial and combined filters use POST /v1/queries/objects/run.',
     query: S.QueryObjectsQuery, responses: { 200: { description: 'a page of objects', schema: S.QueryResult } }, errors: [400]
   }, async ctx => {
     ctx.type = 'application/json'

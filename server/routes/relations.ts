@@ -19,7 +19,9 @@ export const registerRelationRoutes: RouteRegistrar = (router, guards) => {
 
   defineRoute(router, guards, {
     method: 'post', path: '/v1/relations', operationId: 'createRelation', tag: 'relations', auth: 'bearer', feature: 'relations',
-    summary: 'Link two objects of the tenant (409 CONFLICT when an identical active link exists)', body: S.CreateRelationBody,
+    summary: 'Link two objects of the tenant (409 CONFLICT when an identical active link exists)',
+    description: 'Needs relations:write. Both ends must be live objects of the tenant (400 naming the missing one); a self-link is 400. metadata defaults to {} and inheritsGeometry to false.',
+    body: S.CreateRelationBody,
     responses: { 201: { description: 'created', schema: S.RelationBody, headers: { Location: { description: 'The new relation', schema: { type: 'string' } } } } },
     errors: [409]
   }, async ctx => {
@@ -31,7 +33,9 @@ export const registerRelationRoutes: RouteRegistrar = (router, guards) => {
 
   defineRoute(router, guards, {
     method: 'get', path: '/v1/relations/:id', operationId: 'getRelation', tag: 'relations', auth: 'bearer', feature: 'relations',
-    summary: 'Read a relation (a soft-deleted one too: deletedAt is set)', pathParams: idParam,
+    summary: 'Read a relation (a soft-deleted one too: deletedAt is set)',
+    description: 'Needs relations:read. A soft-deleted relation is still found, with deletedAt set.',
+    pathParams: idParam,
     responses: { 200: { description: 'the relation', schema: S.RelationBody } }, errors: [404]
   }, async ctx => {
     ctx.body = await relations.getRelation(service(ctx), ctx.params.id)
@@ -39,7 +43,9 @@ export const registerRelationRoutes: RouteRegistrar = (router, guards) => {
 
   defineRoute(router, guards, {
     method: 'patch', path: '/v1/relations/:id', operationId: 'patchRelation', tag: 'relations', auth: 'bearer', feature: 'relations',
-    summary: 'Change relationType, metadata (JSON merge patch) or inheritsGeometry of an active relation', pathParams: idParam,
+    summary: 'Change relationType, metadata (JSON merge patch) or inheritsGeometry of an active relation',
+    description: 'Needs relations:write. A change of relationType that would duplicate an active link is 409 CONFLICT. A deleted relation is 404 until restored.',
+    pathParams: idParam,
     body: S.PatchRelationBody, responses: { 200: { description: 'updated', schema: S.RelationBody } }, errors: [404, 409]
   }, async ctx => {
     ctx.body = await relations.patchRelation(service(ctx), ctx.params.id, ctx.request.body)
@@ -47,7 +53,9 @@ export const registerRelationRoutes: RouteRegistrar = (router, guards) => {
 
   defineRoute(router, guards, {
     method: 'delete', path: '/v1/relations/:id', operationId: 'deleteRelation', tag: 'relations', auth: 'bearer', feature: 'relations',
-    summary: 'Soft-delete a relation (kept with deletedAt; restorable)', pathParams: idParam,
+    summary: 'Soft-delete a relation (kept with deletedAt; restorable)',
+    description: 'Needs relations:write. Sets deletedAt; the record is kept and can be restored.',
+    pathParams: idParam,
     responses: { 204: { description: 'deleted' } }, errors: [404]
   }, async ctx => {
     await relations.deleteRelation(service(ctx), ctx.params.id)
@@ -66,6 +74,7 @@ export const registerRelationRoutes: RouteRegistrar = (router, guards) => {
   defineRoute(router, guards, {
     method: 'get', path: '/v1/objects/:objectId/relations', operationId: 'listObjectRelations', tag: 'relations', auth: 'bearer', feature: 'relations',
     summary: 'Relations of one object: outgoing (from it), incoming (to it) or all',
+    description: 'Needs relations:read. 404 when the object is not a live object of the tenant. Ordered by creation.',
     pathParams: { objectId: { description: 'A live object of the tenant', schema: Uuid } },
     query: S.ObjectRelationsQuery, responses: { 200: { description: 'a page of relations', schema: S.RelationList } }, errors: [400, 404]
   }, async ctx => {

@@ -10,7 +10,9 @@ const S = rules.schema
 export const registerRuleRoutes: RouteRegistrar = (router, guards) => {
   defineRoute(router, guards, {
     method: 'get', path: '/v1/rules', operationId: 'listRules', tag: 'rules', auth: 'bearer',
-    summary: 'List reusable rules (each with its latest version)', query: S.ListRulesQuery,
+    summary: 'List reusable rules (each with its latest version)',
+    description: 'Needs rules:read. Filter by kind, status of the latest version or key.',
+    query: S.ListRulesQuery,
     responses: { 200: { description: 'a page of rules', schema: S.RuleList } }, errors: [400]
   }, async ctx => {
     ctx.body = await rules.listRules(service(ctx), parseQuery(S.ListRulesQuery, ctx.query))
@@ -18,7 +20,9 @@ export const registerRuleRoutes: RouteRegistrar = (router, guards) => {
 
   defineRoute(router, guards, {
     method: 'post', path: '/v1/rules', operationId: 'createRule', tag: 'rules', auth: 'bearer',
-    summary: 'Create a reusable rule (version 1, draft)', body: S.CreateRuleBody,
+    summary: 'Create a reusable rule (version 1, draft)',
+    description: 'Needs rules:write. key is unique per tenant (409). definition holds the fields of the inline guard of that kind (400 naming the field).',
+    body: S.CreateRuleBody,
     responses: { 201: { description: 'created', schema: S.RuleBody } }, errors: [409]
   }, async ctx => {
     const r = await rules.createRule(service(ctx), ctx.request.body)
@@ -29,7 +33,9 @@ export const registerRuleRoutes: RouteRegistrar = (router, guards) => {
 
   defineRoute(router, guards, {
     method: 'get', path: '/v1/rules/:id', operationId: 'getRule', tag: 'rules', auth: 'bearer',
-    summary: 'Read a rule', pathParams: idParam,
+    summary: 'Read a rule',
+    description: 'Needs rules:read. Shows the latest version; guards evaluate publishedVersion.',
+    pathParams: idParam,
     responses: { 200: { description: 'the rule', schema: S.RuleBody } }, errors: [404]
   }, async ctx => {
     ctx.body = await rules.getRule(service(ctx), ctx.params.id)
@@ -38,6 +44,7 @@ export const registerRuleRoutes: RouteRegistrar = (router, guards) => {
   defineRoute(router, guards, {
     method: 'patch', path: '/v1/rules/:id', operationId: 'patchRule', tag: 'rules', auth: 'bearer',
     summary: 'Edit the latest draft or sandbox version; a published latest version gets a new draft version',
+    description: 'Needs rules:write. Guards keep using the published version until the new one is published.',
     pathParams: idParam, body: S.PatchRuleBody,
     responses: { 200: { description: 'updated', schema: S.RuleBody } }, errors: [404]
   }, async ctx => {
@@ -47,6 +54,7 @@ export const registerRuleRoutes: RouteRegistrar = (router, guards) => {
   defineRoute(router, guards, {
     method: 'post', path: '/v1/rules/:id/publish', operationId: 'publishRule', tag: 'rules', auth: 'bearer',
     summary: 'Move the latest version forward: draft -> sandbox -> published (guards use the published one)',
+    description: 'Needs rules:publish. Body {"to":"sandbox"|"published"} (default published). Moving backwards is 409 INVALID_TRANSITION.',
     pathParams: idParam, body: versioning.PublishBody, bodyRequired: false,
     responses: { 200: { description: 'moved', schema: S.RuleBody } }, errors: [404, 409]
   }, async ctx => {
@@ -55,7 +63,9 @@ export const registerRuleRoutes: RouteRegistrar = (router, guards) => {
 
   defineRoute(router, guards, {
     method: 'get', path: '/v1/schema-registry/rules/:id', operationId: 'ruleSchemaVersions', tag: 'schema-registry', auth: 'bearer',
-    summary: 'Every version of a rule with its status and definition ({name, kind, definition})', pathParams: idParam,
+    summary: 'Every version of a rule with its status and definition ({name, kind, definition})',
+    description: 'Needs rules:read. Oldest version first.',
+    pathParams: idParam,
     responses: { 200: { description: 'versions', schema: versioning.SchemaRegistryBody } }, errors: [404]
   }, async ctx => {
     ctx.body = await rules.ruleRegistry(service(ctx), ctx.params.id)

@@ -12,7 +12,9 @@ const S = workflows.schema
 export const registerWorkflowRoutes: RouteRegistrar = (router, guards) => {
   defineRoute(router, guards, {
     method: 'get', path: '/v1/workflows', operationId: 'listWorkflows', tag: 'workflows', auth: 'bearer',
-    summary: 'List workflows (each at its latest version)', query: S.ListWorkflowsQuery,
+    summary: 'List workflows (each at its latest version)',
+    description: 'Needs workflows:read. Each workflow at its latest version.',
+    query: S.ListWorkflowsQuery,
     responses: { 200: { description: 'a page of workflows', schema: S.WorkflowList } }, errors: [400]
   }, async ctx => {
     ctx.body = await workflows.listWorkflows(service(ctx), parseQuery(S.ListWorkflowsQuery, ctx.query))
@@ -20,7 +22,9 @@ export const registerWorkflowRoutes: RouteRegistrar = (router, guards) => {
 
   defineRoute(router, guards, {
     method: 'post', path: '/v1/workflows', operationId: 'createWorkflow', tag: 'workflows', auth: 'bearer',
-    summary: 'Create a workflow state machine (version 1, effective at once)', body: S.CreateWorkflowBody,
+    summary: 'Create a workflow state machine (version 1, effective at once)',
+    description: 'Needs workflows:write. key is unique per tenant (409). States, transitions and guards are checked as a whole (400 naming the path, e.g. transitions[1].guards[0].requiredRole).',
+    body: S.CreateWorkflowBody,
     responses: { 201: { description: 'created', schema: S.WorkflowBody } }, errors: [409]
   }, async ctx => {
     const wf = await workflows.createWorkflow(service(ctx), ctx.request.body)
@@ -31,7 +35,9 @@ export const registerWorkflowRoutes: RouteRegistrar = (router, guards) => {
 
   defineRoute(router, guards, {
     method: 'get', path: '/v1/workflows/:id', operationId: 'getWorkflow', tag: 'workflows', auth: 'bearer',
-    summary: 'Read a workflow definition (its latest version)', pathParams: idParam,
+    summary: 'Read a workflow definition (its latest version)',
+    description: 'Needs workflows:read. The latest version, which objects follow.',
+    pathParams: idParam,
     responses: { 200: { description: 'the workflow', schema: S.WorkflowBody } }, errors: [404]
   }, async ctx => {
     ctx.body = await workflows.getWorkflow(service(ctx), ctx.params.id)
@@ -40,6 +46,7 @@ export const registerWorkflowRoutes: RouteRegistrar = (router, guards) => {
   defineRoute(router, guards, {
     method: 'patch', path: '/v1/workflows/:id', operationId: 'patchWorkflow', tag: 'workflows', auth: 'bearer',
     summary: 'Change a workflow: the result is version N+1, effective at once (If-Match optional)',
+    description: 'Needs workflows:write. Every change is a new version, effective at once for every object that follows the workflow. If-Match, when present, must be the latest version (409 VERSION_CONFLICT).',
     pathParams: idParam, headers: IfMatchOptional, body: S.PatchWorkflowBody,
     responses: { 200: { description: 'the new version', schema: S.WorkflowBody } }, errors: [404, 409]
   }, async ctx => {
@@ -48,7 +55,9 @@ export const registerWorkflowRoutes: RouteRegistrar = (router, guards) => {
 
   defineRoute(router, guards, {
     method: 'get', path: '/v1/schema-registry/workflows/:id', operationId: 'workflowSchemaVersions', tag: 'schema-registry', auth: 'bearer',
-    summary: 'Every version of a workflow (each published when written)', pathParams: idParam,
+    summary: 'Every version of a workflow (each published when written)',
+    description: 'Needs workflows:read. Workflow versions are effective when written, so each is listed as published.',
+    pathParams: idParam,
     responses: { 200: { description: 'versions', schema: versioning.SchemaRegistryBody } }, errors: [404]
   }, async ctx => {
     ctx.body = await workflows.workflowRegistry(service(ctx), ctx.params.id)
@@ -68,7 +77,9 @@ export const registerWorkflowRoutes: RouteRegistrar = (router, guards) => {
 
   defineRoute(router, guards, {
     method: 'get', path: '/v1/objects/:id/workflow/explain-transitions', operationId: 'explainTransitions', tag: 'workflows', auth: 'bearer',
-    summary: 'Every transition from the current state, allowed or not, with each guard\'s outcome and reason', pathParams: idParam,
+    summary: 'Every transition from the current state, allowed or not, with each guard\'s outcome and reason',
+    description: 'Needs objects:read. Evaluates every guard of every transition from the current state for the caller, without moving the object: evaluated is the guard\'s outcome and reason says why in words.',
+    pathParams: idParam,
     responses: { 200: { description: 'the explanation', schema: S.ExplainBody } }, errors: [404]
   }, async ctx => {
     ctx.body = await workflows.explainTransitions(service(ctx), ctx.params.id)

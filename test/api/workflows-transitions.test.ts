@@ -2,21 +2,7 @@ import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
 import { startServer, newTenant, publishedType, type TestServer, type Client } from '../support/harness.js'
-
-// draft -> review (anyone with objects:transition) -> approved (admin only); "*" -> draft.
-function reviewWorkflow () {
-  return {
-    key: `wf_${randomUUID().slice(0, 8)}`,
-    name: 'Review',
-    initialState: 'draft',
-    states: [{ name: 'draft' }, { name: 'review' }, { name: 'approved', final: true }],
-    transitions: [
-      { from: ['draft'], targetState: 'review' },
-      { from: ['review'], targetState: 'approved', guards: [{ type: 'permission', requiredRole: 'admin' }] },
-      { from: '*', targetState: 'draft' }
-    ]
-  }
-}
+import { reviewWorkflow } from '../fixtures/workflows.js'
 
 describe('POST /v1/objects/:id/workflow/transitions', () => {
   let s: TestServer

@@ -1,17 +1,9 @@
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { newTenant, publishedType, useOwnerSession } from '../support/harness.js'
+import { REVIEW_WORKFLOW } from '../fixtures/workflows.js'
 
-const review = {
-  name: 'Review',
-  initialState: 'draft',
-  states: [{ name: 'draft' }, { name: 'review' }, { name: 'approved', final: true }],
-  transitions: [
-    { from: ['draft'], targetState: 'review' },
-    { from: ['review'], targetState: 'approved', guards: [{ type: 'permission', requiredRole: 'admin' }] },
-    { from: '*', targetState: 'draft' }
-  ]
-}
+const review = REVIEW_WORKFLOW
 
 function keyed (body: Record<string, unknown> = {}) {
   return { key: `wf_${Math.random().toString(36).slice(2, 10)}`, ...review, ...body }

@@ -1,0 +1,48 @@
+import DataLoader from 'dataloader'
+import type { ServiceContext } from '../../lib/context.js'
+import * as objects from '../../lib/objects/index.js'
+import * as objectTypes from '../../lib/object-types/index.js'
+import * as relations from '../../lib/relations/index.js'
+
+/**
+ * Per-request batching: every per-item field (an object's type, relations, related objects, a
+ * relation's ends) goes through one of these loaders, so a page of N objects costs one statement
+ * per field, not N. Loaders live for one request (their cache never outlives a permission check).
+ */
+export function createLoaders (ctx: ServiceContext) {
+  const byId = <V>(fetch: (ids: readonly string[]) => Promise<Map<string, V>>) =>
+    new DataLoader<string, V | null>(async ids => {
+      const found = await fetch(ids)
+      return ids.map(id => found.get(id) ?? null)
+    })
+  const relationLoaders = new Map<string, DataLoader<string, relations.RelationDto[]>>()
+  return {
+    objects: byId(ids => objects.getObjectsByIds(ctx, ids)),
+    objectTypes: byId(ids => objectTypes.getObjectTypesByIds(ctx, ids)),
+    /** One loader per distinct argument set (direction, relationType, includeDeleted, limit). */
+    relations (f: relations.PerObjectFilter): DataLoader<string, relations.RelationDto[]> {
+      const key = JSON.stringify([f.direction, f.relationType ?? null, f.includeDeleted, f.limit])
+      let loader = relationLoaders.get(key)
+      if (loader === undefined) {
+        loader = new DataLoader(async ids => {
+          const grouped = await relations.relationsOfObjects(ctx, ids, f)
+          return ids.map(id => grouped.get(id) ?? [])
+        })
+        relationLoaders.set(key, loader)
+      }
+      return loader
+    }
+  }
+}
+
+export type Loaders = ReturnType<typeof createLoaders>
+
+/** What every resolver receives: the same ServiceContext a REST route gets, and the loaders. */
+export interface GraphqlContext {
+  service: ServiceContext
+  loaders: Loaders
+}
+
+export function graphqlContext (service: ServiceContext): GraphqlContext {
+  return { service, loaders: createLoaders(service) }
+}

@@ -1,0 +1,124 @@
+import { ApolloServer } from '@apollo/server'
+import { ApolloServerPluginCacheControlDisabled, ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled'
+import { koaMiddleware } from '@as-integrations/koa'
+import type { RouteRegistrar } from '../app.js'
+import { defineRoute, type RouteSpec } from '../openapi/registry.js'
+import { parse } from '../../lib/validation.js'
+import { service } from '../http/common.js'
+import { graphqlContext, type GraphqlContext } from './context.js'
+import { graphqlSchema, printedSchema } from './schema.js'
+import { costLimit, depthRule, MAX_COST, MAX_DEPTH } from './limits.js'
+import { formatError, logUnexpected } from './errors.js'
+
+export { graphqlSchema, printedSchema } from './schema.js'
+
+const Variables = { type: 'object', nullable: true, description: 'Values of the operation\'s variables' } as const
+const OperationName = { type: 'string', nullable: true, maxLength: 200, description: 'Which operation of the document to run' } as const
+
+export const GraphqlRequestBody = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['query'],
+  properties: {
+    query: { type: 'string', minLength: 1, description: 'A GraphQL document (the schema is at /graphql/schema.gql)' },
+    variables: Variables,
+    operationName: OperationName,
+    extensions: { type: 'object', nullable: true, description: 'Protocol extensions (persisted queries are not supported)' }
+  },
+  example: { query: 'query ($limit: Int) { objects(limit: $limit) { id typeId attributes geometry workflowState } }', variables: { limit: 10 } }
+} as const
+
+const GraphqlGetQuery = {
+  type: 'object' as const,
+  additionalProperties: false,
+  required: ['query'],
+  properties: {
+    query: { type: 'string', minLength: 1, description: 'A GraphQL query (mutations only by POST)' },
+    variables: { type: 'string', description: 'JSON text of the variables' },
+    operationName: { type: 'string', description: 'Which operation of the document to run' }
+  }
+}
+
+const GraphqlResponse = {
+  type: 'object',
+  description: 'A GraphQL response. Errors carry extensions.code (the REST error code), extensions.status (the HTTP status REST ' +
+    'would answer) and extensions.details; resolver errors come with HTTP 200, beside the data that could be read.',
+  properties: {
+    data: { type: 'object', nullable: true, additionalProperties: true },
+    errors: {
+      type: 'array',
+      items: {
+        type: 'object',
+        required: ['message'],
+        properties: {
+          message: { type: 'string' },
+          path: { type: 'array', items: { oneOf: [{ type: 'string' }, { type: 'integer' }] } },
+          extensions: {
+            type: 'object',
+            properties: { code: { type: 'string' }, status: { type: 'integer' }, details: { type: 'object', additionalProperties: true } }
+          }
+        }
+      }
+    }
+  }
+} as const
+
+const LIMITS_TEXT = `Depth is limited to ${MAX_DEPTH} nested selections and cost to ${MAX_COST} (each field costs 1; the selection ` +
+  'under a field with a limit argument counts limit times); either refusal is HTTP 400 with extensions.code BAD_REQUEST naming the limit. ' +
+  'The same authentication, rate limit, body-size limit, permissions and audit as REST apply.'
+
+function createApollo (): ApolloServer<GraphqlContext> {
+  const apollo = new ApolloServer<GraphqlContext>({
+    schema: graphqlSchema(),
+    introspection: true,
+    csrfPrevention: true,
+    allowBatchedHttpRequests: false,
+    persistedQueries: false,
+    includeStacktraceInErrorResponses: false,
+    validationRules: [depthRule],
+    formatError,
+    // Cache-control hints would cost a hook per resolved field and answer nothing here: tenant
+    // data is never cacheable by a shared cache. No landing page: the schema is at /graphql/schema.gql.
+    plugins: [costLimit(), logUnexpected(), ApolloServerPluginCacheControlDisabled(), ApolloServerPluginLandingPageDisabled()]
+  })
+  // Registrars are synchronous; requests wait for the start (a failed start fails them with a 500).
+  apollo.startInBackgroundHandlingStartupErrorsByLoggingAndFailingAllRequests()
+  return apollo
+}
+
+export const registerGraphqlRoutes: RouteRegistrar = (router, guards, deps) => {
+  const apollo = createApollo()
+  const execute = koaMiddleware(apollo, { context: async ({ ctx }) => graphqlContext(service(ctx)) })
+  const endpoint = { path: '/v1/graphql', tag: 'graphql', auth: 'bearer', errors: [400] } satisfies Partial<RouteSpec>
+
+  defineRoute(router, guards, {
+    ...endpoint, method: 'post', operationId: 'graphql',
+    summary: 'Run a GraphQL query or mutation',
+    description: `Every operation of the schema at /graphql/schema.gql. ${LIMITS_TEXT} Only JSON bodies are accepted ` +
+      '(Content-Type application/json), so browsers cannot send one cross-site without a preflight. One operation per request (no batching).',
+    body: GraphqlRequestBody,
+    responses: { 200: { description: 'the result (errors, if any, in errors[])', schema: GraphqlResponse } }
+  }, async (ctx, next) => {
+    parse(GraphqlRequestBody, ctx.request.body)
+    return execute(ctx, next)
+  })
+
+  defineRoute(router, guards, {
+    ...endpoint, method: 'get', operationId: 'graphqlQuery',
+    summary: 'Run a GraphQL query by GET (mutations only by POST)',
+    description: 'Apollo\'s CSRF prevention applies: send the header `apollo-require-preflight: true` (or any non-empty ' +
+      `\`x-apollo-operation-name\`), else the answer is 400. A mutation by GET is answered 405. ${LIMITS_TEXT}`,
+    query: GraphqlGetQuery,
+    responses: { 200: { description: 'the result (errors, if any, in errors[])', schema: GraphqlResponse } }
+  }, execute)
+
+  defineRoute(router, guards, {
+    method: 'get', path: '/graphql/schema.gql', operationId: 'graphqlSchema', tag: 'graphql', auth: 'none',
+    summary: 'The GraphQL schema (SDL), printed from the running schema',
+    description: 'Public. The first line names the release the schema belongs to.',
+    responses: { 200: { description: 'GraphQL SDL', contentType: 'text/plain', schema: { type: 'string' } } }
+  }, ctx => {
+    ctx.type = 'text/plain; charset=utf-8'
+    ctx.body = printedSchema(deps.config.release)
+  })
+}

@@ -1,0 +1,55 @@
+import depthLimit from 'graphql-depth-limit'
+import { getComplexity, simpleEstimator, type ComplexityEstimator } from 'graphql-query-complexity'
+import { GraphQLError, type ValidationRule } from 'graphql'
+import type { ApolloServerPlugin } from '@apollo/server'
+
+/**
+ * Guard rails: one request cannot fetch the world.
+ * - depth: at most MAX_DEPTH nested selections (introspection fields do not count);
+ * - cost: every field costs 1, and the selection under a field with a `limit` argument (or a
+ *   `query.limit`) counts `limit` times. `objects(limit: 100) { id typeId attributes geometry }`
+ *   costs 401; the same with `relatedObjects(limit: 100) { id }` inside costs 20,301.
+ * Both refusals are BAD_REQUEST (HTTP 400) naming the limit.
+ */
+export const MAX_DEPTH = 10
+export const MAX_COST = 50_000
+/** The page size assumed when a list's limit is not given (every list defaults to 100). */
+const DEFAULT_LIMIT = 100
+
+/** graphql-depth-limit, with its refusal reworded to name the limit and carry details like the cost refusal. */
+export const depthRule: ValidationRule = context => {
+  const reworded = Object.create(context, {
+    reportError: {
+      value: (e: GraphQLError) => context.reportError(new GraphQLError(`query depth exceeds the depth limit of ${MAX_DEPTH} nested selections: ask for fewer nested fields`, {
+        nodes: e.nodes, extensions: { code: 'BAD_REQUEST', details: { limit: 'depth', maximum: MAX_DEPTH } }
+      }))
+    }
+  })
+  return depthLimit(MAX_DEPTH)(reworded)
+}
+
+const limitEstimator: ComplexityEstimator = ({ args, childComplexity }) => {
+  const limit = typeof args.limit === 'number' ? args.limit
+    : 'query' in args ? (typeof args.query?.limit === 'number' ? args.query.limit : DEFAULT_LIMIT)
+      : null
+  return limit === null ? undefined : 1 + childComplexity * limit
+}
+
+const estimators = [limitEstimator, simpleEstimator({ defaultComplexity: 1 })]
+
+export function costLimit (): ApolloServerPlugin {
+  return {
+    async requestDidStart () {
+      return {
+        async didResolveOperation ({ request, document, schema }) {
+          const cost = getComplexity({ schema, query: document, variables: request.variables, operationName: request.operationName, estimators })
+          if (cost > MAX_COST) {
+            throw new GraphQLError(`query cost ${cost} exceeds the cost limit of ${MAX_COST}: ask for fewer items (limit) or fewer nested lists`, {
+              extensions: { code: 'BAD_REQUEST', http: { status: 400 }, details: { limit: 'cost', maximum: MAX_COST, cost } }
+            })
+          }
+        }
+      }
+    }
+  }
+}
