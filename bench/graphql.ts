@@ -3,7 +3,7 @@ import type { Db } from '../lib/db.js'
 import * as objects from '../lib/objects/index.js'
 import * as objectTypes from '../lib/object-types/index.js'
 import { benchContext, benchTenant, row, throughput } from './support.js'
-import { http } from './objects.js'
+import { http } from './support.js'
 
 export interface GraphqlBenchEnv {
   db: Db

@@ -62,30 +62,6 @@ async function rawCreate (pool: pg.Pool, tenant: string, typeId: string, i: numb
   }
 }
 
-// A keep-alive node:http client: lighter than fetch, so the figures measure the server.
-const agent = new Agent({ keepAlive: true, maxSockets: 32 })
-
-export function http (env: Pick<ObjectsBenchEnv, 'baseUrl'>, token: string, method: string, path: string, body?: unknown): Promise<any> {
-  const payload = body === undefined ? undefined : JSON.stringify(body)
-  return new Promise((resolve, reject) => {
-    const req = request(env.baseUrl + path, {
-      method,
-      agent,
-      headers: { Authorization: `Bearer ${token}`, ...(payload !== undefined ? { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(payload) } : {}) }
-    }, res => {
-      const chunks: Buffer[] = []
-      res.on('data', c => chunks.push(c))
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8')
-        if ((res.statusCode ?? 500) >= 300) reject(new Error(`${method} ${path}: ${res.statusCode} ${text}`))
-        else resolve(JSON.parse(text))
-      })
-    })
-    req.on('error', reject)
-    req.end(payload)
-  })
-}
-
 async function createType (env: ObjectsBenchEnv, token: string): Promise<string> {
   const t = await http(env, token, 'POST', '/v1/object-types', {
     key: 'site', name: 'Site',
