@@ -15,9 +15,9 @@ async function newType (ctx: ServiceContext, attributeSchema?: object): Promise<
   return t.id
 }
 
-/** Rows of the two object counters (other modules keep counters of their own in the table). */
 async function rows (db: Db, tenant: string): Promise<number> {
-  const r = await db.raw("SELECT count(*)::int AS n FROM counter_deltas WHERE tenant_id = ? AND counter IN ('objects', 'object_changes')", [tenant])
+  // The object counters only (creating the type also counts it, under object_types).
+  const r = await db.raw('SELECT count(*)::int AS n FROM counter_deltas WHERE tenant_id = ? AND counter IN (?, ?)', [tenant, counters.OBJECTS, counters.OBJECT_CHANGES])
   return r.rows[0].n
 }
 
