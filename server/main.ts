@@ -3,10 +3,12 @@ import { createLogger } from '../lib/log.js'
 import { packageVersion } from '../lib/release/version.js'
 import { onShutdown, startRuntimeOrExit } from '../lib/runtime.js'
 import { pgBossSender } from '../jobs/enqueue.js'
-import { createApp } from './app.js'
 
 // config -> runtime (db, sequencer, pg-boss, redis) -> app -> listen; graceful stop on SIGTERM.
 const config = loadConfigOrExit(process.env, packageVersion())
+// The app (Koa, Apollo, every route module) loads only after the configuration is known good, so
+// a bad variable ends the process at once, however heavy the app is to load.
+const { createApp } = await import('./app.js')
 const log = createLogger('api', config.logLevel)
 const rt = await startRuntimeOrExit(config, log, { worker: false })
 const app = createApp({ config, db: rt.db, log, sequencer: rt.sequencer, jobs: pgBossSender(rt.boss), redis: rt.redis })

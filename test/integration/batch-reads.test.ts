@@ -63,9 +63,8 @@ describe('lib batch reads (getObjectsByIds, getObjectTypesByIds, relationsOfObje
 
   it('each is permission-checked once per batch', async () => {
     const none = serviceContext(db, ctx.tenantId, [])
-    for (const call of [objects.getObjectsByIds(none, ids), objectTypes.getObjectTypesByIds(none, [typeId]),
-      relations.relationsOfObjects(none, ids, { direction: 'all', includeDeleted: false, limit: 1 })]) {
-      await assert.rejects(call, (err: unknown) => err instanceof AppError && err.code === 'FORBIDDEN')
-    }
+    const calls = [() => objects.getObjectsByIds(none, ids), () => objectTypes.getObjectTypesByIds(none, [typeId]),
+      () => relations.relationsOfObjects(none, ids, { direction: 'all', includeDeleted: false, limit: 1 })]
+    for (const call of calls) await assert.rejects(call, (err: unknown) => err instanceof AppError && err.code === 'FORBIDDEN')
   })
 })
