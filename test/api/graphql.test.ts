@@ -275,7 +275,7 @@ describe('POST /v1/graphql: tenancy, permissions and authentication', () => {
     const e = await failure(viewer, 'mutation ($t: ID!) { createObject(input: { typeId: $t }) { id } }', { t: session.typeId })
     assert.equal(e.extensions.code, 'FORBIDDEN')
     assert.equal(e.extensions.status, 403)
-    assert.deepEqual(e.extensions.details, { resource: 'objects', action: 'write' })
+    assert.deepEqual(e.extensions.details, { resource: 'objects', action: 'write', required: 'objects:write' })
     const after = await tenantCounts(session.s.db, session.tenant)
     assert.equal(after.objects, before.objects)
     assert.equal(after.audit, before.audit + 1, 'the permission.denied event')
