@@ -89,7 +89,7 @@ function createApollo (): ApolloServer<GraphqlContext> {
 export const registerGraphqlRoutes: RouteRegistrar = (router, guards, deps) => {
   const apollo = createApollo()
   const execute = koaMiddleware(apollo, { context: async ({ ctx }) => graphqlContext(service(ctx)) })
-  const endpoint = { path: '/v1/graphql', tag: 'graphql', auth: 'bearer', errors: [400] } satisfies Partial<RouteSpec>
+  const endpoint = { path: '/v1/graphql', tag: 'graphql', auth: 'bearer', feature: 'graphql', errors: [400] } satisfies Partial<RouteSpec>
 
   defineRoute(router, guards, {
     ...endpoint, method: 'post', operationId: 'graphql',
