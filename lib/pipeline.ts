@@ -107,7 +107,7 @@ async function runFolded (ctx: ServiceContext, tx: Tx, s: FoldedStatement): Prom
   const part = (key: string) => `(SELECT ch.change->'${key}', ch.n FROM ch WHERE ch.change->'${key}' IS NOT NULL) AS e(v, n)`
   const writes = [
     audit.recordFromStatement(ctx.tenantId, ctx.actor, part('audit')),
-    outbox.emitFromStatement(ctx.tenantId, part('event')),
+    outbox.emitFromStatement(ctx.tenantId, part('event'), ctx.causation),
     counters.addFromStatement(ctx.tenantId, "(SELECT d FROM ch, jsonb_array_elements(coalesce(ch.change->'counts', '[]')) d) AS e(v)")
   ]
   const text = `WITH ${[...s.ctes, `ch AS MATERIALIZED (${s.select})`, ...writes.map((w, i) => `w${i} AS (${w.sql})`)].join(',\n')}

@@ -17,11 +17,10 @@ export { hasPending } from './sql.js'
  * the automation engine reads to stop rules that trigger themselves.
  */
 export function emitStatement (tenantId: string, events: sql.DomainEvent[], causation?: Causation): Statement | null {
-  if (events.length === 0) return null
-  return sql.emitStatement(tenantId, causation === undefined ? events : events.map(e => ({ ...e, payload: { ...(e.payload as object), causation } })))
+  return events.length === 0 ? null : sql.emitStatement(tenantId, events, causation ?? null)
 }
 
 /** The same events read from rows `e(v, n)` of the statement they are folded into (lib/pipeline). */
-export function emitFromStatement (tenantId: string, rows: string): Statement {
-  return sql.emitFromStatement(tenantId, rows)
+export function emitFromStatement (tenantId: string, rows: string, causation?: Causation): Statement {
+  return sql.emitFromStatement(tenantId, rows, causation ?? null)
 }

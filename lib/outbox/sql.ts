@@ -19,23 +19,27 @@ export interface OutboxRow {
   attempts: number
 }
 
-/** Queues events in the given order (position follows it). */
-export function emitStatement (tenantId: string, events: DomainEvent[]): Statement {
+/**
+ * Queues events in the given order (position follows it). `causation` (null for none) is added
+ * to every payload as `payload.causation`.
+ */
+export function emitStatement (tenantId: string, events: DomainEvent[], causation: object | null): Statement {
   return {
     sql: insertEvents('jsonb_array_elements(?::jsonb) WITH ORDINALITY AS e(v, n)'),
     name: 'outbox.emit',
-    bindings: [tenantId, JSON.stringify(events)]
+    bindings: [tenantId, causation === null ? null : JSON.stringify(causation), JSON.stringify(events)]
   }
 }
 
 /** The same insert from rows `e(v, n)` of another statement, v a DomainEvent as jsonb. */
-export function emitFromStatement (tenantId: string, rows: string): Statement {
-  return { sql: insertEvents(rows), bindings: [tenantId] }
+export function emitFromStatement (tenantId: string, rows: string, causation: object | null): Statement {
+  return { sql: insertEvents(rows), bindings: [tenantId, causation === null ? null : JSON.stringify(causation)] }
 }
 
 function insertEvents (rows: string): string {
   return `INSERT INTO outbox_events (tenant_id, type, aggregate_type, aggregate_id, payload)
-    SELECT ?, e.v->>'type', e.v->>'aggregateType', e.v->>'aggregateId', e.v->'payload'
+    SELECT ?, e.v->>'type', e.v->>'aggregateType', e.v->>'aggregateId',
+      e.v->'payload' || jsonb_strip_nulls(jsonb_build_object('causation', ?::jsonb))
     FROM ${rows}
     ORDER BY e.n`
 }
