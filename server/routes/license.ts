@@ -9,6 +9,7 @@ export const registerLicenseRoutes: RouteRegistrar = (router, guards) => {
   defineRoute(router, guards, {
     method: 'get', path: '/v1/license', operationId: 'getLicense', tag: 'platform', auth: 'bearer',
     summary: 'The tenant\'s license: status, entitlements, usage and the deployment fingerprint (owner, admin or system_admin)',
+    description: 'Needs license:read. Without LICENSE_PUBLIC_KEY the development edition (every feature, no limits, status valid). Otherwise the tenant\'s installed license, else LICENSE_KEY, else edition none (expired). usage holds the counters each limit is checked against; status moves valid -> expiring_soon -> expired by time alone.',
     responses: { 200: { description: 'the license', schema: S.LicenseBody } }
   }, async ctx => {
     ctx.body = await license.getLicense(service(ctx))

@@ -36,6 +36,7 @@ export const registerObjectRoutes: RouteRegistrar = (router, guards) => {
   defineRoute(router, guards, {
     method: 'post', path: '/v1/objects/batch', operationId: 'createObjects', tag: 'objects', auth: 'bearer',
     summary: 'Create up to 1,000 objects in one transaction (all or none; a refused item is named by its index)',
+    description: 'Needs objects:write. Body {items: [create body, ...]}, 1 to 1,000 items, each validated like POST /v1/objects. One transaction and one statement: every object gets its own history version, audit event, outbox event and counter deltas, or nothing is written. A refused item answers 400 with details.index and details.field (e.g. items[17].attributes.height); a taken publicId 409. Counts item by item against object_count.',
     body: S.CreateObjectsBody, responses: { 201: { description: 'created, in the order given', schema: S.CreateObjectsResult } },
     errors: [409]
   }, async ctx => {

@@ -10,6 +10,7 @@ export const registerPermissionRoutes: RouteRegistrar = (router, guards) => {
   defineRoute(router, guards, {
     method: 'get', path: '/v1/permissions/policy', operationId: 'getPermissionPolicy', tag: 'platform', auth: 'bearer',
     summary: 'The tenant permission policy: effective grants of the built-in roles and of every custom role (policy:read)',
+    description: 'Needs policy:read. {roles: {role: {resource: [actions]}}, version, updatedAt}: every built-in role with its effective grants (the default unless the policy replaced them) and every custom role. The ETag carries the version, for If-Match on PUT.',
     responses: { 200: { description: 'the policy', schema: S.PolicyBody, headers: ETagHeader } }
   }, async ctx => {
     const p = await policy.getPolicy(service(ctx))
