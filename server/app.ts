@@ -20,6 +20,8 @@ import { registerWorkflowRoutes } from './routes/workflows.js'
 import { registerRuleRoutes } from './routes/rules.js'
 import { registerRelationRoutes } from './routes/relations.js'
 import { registerQueryRoutes } from './routes/queries.js'
+import { registerLayerRoutes } from './routes/layers.js'
+import { registerOgcRoutes } from './routes/ogc.js'
 
 export interface AppDeps {
   config: Readonly<Config>
@@ -41,7 +43,9 @@ export const ROUTE_MODULES: RouteRegistrar[] = [
   registerWorkflowRoutes,
   registerRuleRoutes,
   registerRelationRoutes,
-  registerQueryRoutes
+  registerQueryRoutes,
+  registerLayerRoutes,
+  registerOgcRoutes
 ]
 
 /** Builds the Koa app without listening (tests drive app.callback()). */
