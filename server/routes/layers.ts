@@ -25,6 +25,9 @@ export function sendRendered (ctx: Context, r: layers.Rendered, type: string): v
   ctx.body = r.body
 }
 
+/** The API's own origin as the client addressed it (links in TileJSON and OGC documents are absolute). */
+export const originOf = (ctx: Context): string => `${ctx.protocol}://${ctx.host}`
+
 export const ifNoneMatch = (ctx: Context): string | undefined => ctx.get('If-None-Match') || undefined
 
 export const registerLayerRoutes: RouteRegistrar = (router, guards, deps) => {
@@ -110,7 +113,7 @@ export const registerLayerRoutes: RouteRegistrar = (router, guards, deps) => {
     pathParams: { layer: { description: 'Layer slug', schema: { type: 'string', pattern: S.SLUG_PATTERN } } }, headers: IfNoneMatch,
     responses: { 200: { description: 'the TileJSON document', schema: S.TileJson, headers: CacheHeaders }, 304: NOT_MODIFIED }, errors: [404]
   }, async ctx => {
-    sendRendered(ctx, await layers.tileJson(service(ctx), cache, ctx.params.layer, ctx.origin, ifNoneMatch(ctx)), 'application/json')
+    sendRendered(ctx, await layers.tileJson(service(ctx), cache, ctx.params.layer, originOf(ctx), ifNoneMatch(ctx)), 'application/json')
   })
 
   defineRoute(router, guards, {

@@ -3,7 +3,7 @@ import { defineRoute } from '../openapi/registry.js'
 import * as layers from '../../lib/layers/index.js'
 import { parseQuery } from '../../lib/validation.js'
 import { service } from '../http/common.js'
-import { ifNoneMatch, sendRendered } from './layers.js'
+import { ifNoneMatch, originOf, sendRendered } from './layers.js'
 
 // OGC API - Features Part 1 over the tenant's layers (lib/layers/ogc.ts). Landing page at
 // /v1/layers/ogc: `ogrinfo OAPIF:<base>/v1/layers/ogc` and QGIS open it (README).
@@ -23,7 +23,7 @@ export const registerOgcRoutes: RouteRegistrar = (router, guards, deps) => {
     responses: { 200: Doc }, errors: [400]
   }, async ctx => {
     parseQuery(S.OgcSimpleQuery, ctx.query)
-    ctx.body = await ogc.landingPage(service(ctx), ctx.origin)
+    ctx.body = await ogc.landingPage(service(ctx), originOf(ctx))
   })
 
   defineRoute(router, guards, {
@@ -31,7 +31,7 @@ export const registerOgcRoutes: RouteRegistrar = (router, guards, deps) => {
     summary: 'OGC conformance classes: Core, GeoJSON, OpenAPI 3.0', query: S.OgcSimpleQuery, responses: { 200: Doc }, errors: [400]
   }, async ctx => {
     parseQuery(S.OgcSimpleQuery, ctx.query)
-    ctx.body = await ogc.conformance(service(ctx), ctx.origin)
+    ctx.body = await ogc.conformance(service(ctx), originOf(ctx))
   })
 
   defineRoute(router, guards, {
@@ -39,7 +39,7 @@ export const registerOgcRoutes: RouteRegistrar = (router, guards, deps) => {
     summary: 'One collection per layer, with its spatial and temporal extent', query: S.OgcSimpleQuery, responses: { 200: Doc }, errors: [400]
   }, async ctx => {
     parseQuery(S.OgcSimpleQuery, ctx.query)
-    ctx.body = await ogc.collections(service(ctx), ctx.origin)
+    ctx.body = await ogc.collections(service(ctx), originOf(ctx))
   })
 
   defineRoute(router, guards, {
@@ -47,7 +47,7 @@ export const registerOgcRoutes: RouteRegistrar = (router, guards, deps) => {
     summary: 'One collection (layer)', pathParams: collectionId, query: S.OgcSimpleQuery, responses: { 200: Doc }, errors: [400, 404]
   }, async ctx => {
     parseQuery(S.OgcSimpleQuery, ctx.query)
-    ctx.body = await ogc.collection(service(ctx), ctx.origin, ctx.params.collectionId)
+    ctx.body = await ogc.collection(service(ctx), originOf(ctx), ctx.params.collectionId)
   })
 
   defineRoute(router, guards, {
@@ -56,8 +56,8 @@ export const registerOgcRoutes: RouteRegistrar = (router, guards, deps) => {
     pathParams: collectionId, query: S.OgcItemsQuery,
     responses: { 200: Items, 304: { description: 'Not modified' } }, errors: [400, 404]
   }, async ctx => {
-    const href = `${ctx.origin}/v1/layers/ogc/collections/${ctx.params.collectionId}`
-    sendRendered(ctx, await ogc.items(service(ctx), cache, ctx.params.collectionId, ctx.href, href, ctx.query, ifNoneMatch(ctx)), 'application/geo+json')
+    const href = `${originOf(ctx)}/v1/layers/ogc/collections/${ctx.params.collectionId}`
+    sendRendered(ctx, await ogc.items(service(ctx), cache, ctx.params.collectionId, originOf(ctx) + ctx.originalUrl, href, ctx.query, ifNoneMatch(ctx)), 'application/geo+json')
   })
 
   defineRoute(router, guards, {
@@ -68,7 +68,7 @@ export const registerOgcRoutes: RouteRegistrar = (router, guards, deps) => {
   }, async ctx => {
     parseQuery(S.OgcSimpleQuery, ctx.query)
     ctx.type = 'application/geo+json'
-    ctx.body = await ogc.item(service(ctx), ctx.origin, ctx.params.collectionId, ctx.params.featureId)
+    ctx.body = await ogc.item(service(ctx), originOf(ctx), ctx.params.collectionId, ctx.params.featureId)
   })
 
   defineRoute(router, guards, {
@@ -77,6 +77,6 @@ export const registerOgcRoutes: RouteRegistrar = (router, guards, deps) => {
     query: S.OgcFeaturesQuery, responses: { 200: Items, 304: { description: 'Not modified' } }, errors: [400, 404]
   }, async ctx => {
     const layer = typeof ctx.query.layer === 'string' ? ctx.query.layer : ''
-    sendRendered(ctx, await ogc.items(service(ctx), cache, layer, ctx.href, null, ctx.query, ifNoneMatch(ctx)), 'application/geo+json')
+    sendRendered(ctx, await ogc.items(service(ctx), cache, layer, originOf(ctx) + ctx.originalUrl, null, ctx.query, ifNoneMatch(ctx)), 'application/geo+json')
   })
 }
