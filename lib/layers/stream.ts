@@ -18,7 +18,7 @@ const BATCH = 500
 
 export interface FeatureStream { etag: string, maxAge: number, stream: Readable | null }
 
-type PooledClient = pg.Client & { __knex__disposed?: unknown }
+type PooledClient = pg.Client & { __knex__disposed?: unknown, readyForQuery?: boolean }
 
 export async function featureStream (ctx: ServiceContext, query: Record<string, unknown>, ifNoneMatch?: string): Promise<FeatureStream> {
   const q = parseQuery<ExportParams>(schema.StreamQuery, query)
@@ -36,8 +36,9 @@ export async function featureStream (ctx: ServiceContext, query: Record<string, 
   })
   pipeline(rows, lines, err => {
     if (err) {
-      // Closed early (client gone) or failed: do not trust the connection's state; the pool drops it.
-      conn.__knex__disposed ??= 'NDJSON stream ended early'
+      // Closed early (client gone) or failed. The cursor's close leaves the connection ready for
+      // the next query; if it did not, the pool must drop it rather than hand it out again.
+      if (conn.readyForQuery !== true) conn.__knex__disposed ??= 'NDJSON stream ended early'
       ctx.log.debug({ err: { message: err.message } }, 'NDJSON stream ended early')
     }
     void client.releaseConnection(conn)
