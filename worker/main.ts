@@ -3,11 +3,15 @@ import '../lib/modules.js'
 import { createLogger } from '../lib/log.js'
 import { packageVersion } from '../lib/release/version.js'
 import { onShutdown, startRuntimeOrExit } from '../lib/runtime.js'
-import { createQueues } from '../jobs/enqueue.js'
+import { createQueues, pgBossSender } from '../jobs/enqueue.js'
 import { OUTBOX_DISPATCH, type OutboxDispatchPayload } from '../jobs/contracts.js'
 import { handleOutboxDispatch } from '../jobs/handlers/outbox-dispatch.js'
 import * as outbox from '../lib/outbox/index.js'
 import * as counters from '../lib/counters/index.js'
+import { TILES_PRERENDER, type TilesPrerenderPayload } from '../jobs/contracts.js'
+import { handleTilesPrerender } from '../jobs/handlers/tiles-prerender.js'
+import { outboxConsumers } from '../jobs/handlers/outbox-dispatch.js'
+import * as layers from '../lib/layers/index.js'
 
 // config -> runtime -> queues -> handlers -> schedules; stop on SIGTERM. Scales horizontally:
 // every worker competes for the same pg-boss queues and outbox rows (SKIP LOCKED).
@@ -17,6 +21,10 @@ const rt = await startRuntimeOrExit(config, log, { worker: true })
 await createQueues(rt.boss)
 
 await rt.boss.work<OutboxDispatchPayload>(OUTBOX_DISPATCH.name, { pollingIntervalSeconds: 1, batchSize: 1 }, jobs => handleOutboxDispatch(rt.db, log, jobs))
+// Layers: object events queue a low-zoom prerender per affected layer, into Redis when set.
+const tileCache = rt.redis === null ? null : layers.createRenderCache(rt.redis)
+outboxConsumers.push(layers.prerenderOnObjectEvents(rt.db, pgBossSender(rt.boss)))
+await rt.boss.work<TilesPrerenderPayload>(TILES_PRERENDER.name, { pollingIntervalSeconds: 2, batchSize: 1 }, jobs => handleTilesPrerender({ db: rt.db, log, config, cache: tileCache }, jobs))
 
 // Poll the pending-outbox index once a second and wake a dispatch (coalesced by singletonKey
 // across all workers), so events are delivered within about a second of their commit.

@@ -106,7 +106,7 @@ describe('OGC API - Features', () => {
     let url: string | undefined = `/v1/layers/ogc/collections/sites/items?limit=10`
     let pages = 0
     while (url !== undefined) {
-      const r = await ctx.owner.get(url)
+      const r: { status: number, text: string, body: any } = await ctx.owner.get(url)
       assert.equal(r.status, 200, r.text)
       assert.equal(r.body.numberMatched, 25)
       assert.equal(r.body.numberReturned, r.body.features.length)
