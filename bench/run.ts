@@ -5,6 +5,7 @@ import jwt from 'jsonwebtoken'
 import { createDb } from '../lib/db.js'
 import { benchObjects } from './objects.js'
 import { benchQueries } from './queries.js'
+import { benchLayers } from './layers.js'
 
 // `npm run bench`: starts the real API as its own process on a benchmark database and prints
 // each figure as a ratio against a baseline measured in the same run.
@@ -57,6 +58,7 @@ try {
   console.log(`bench: ${ROUNDS} alternating rounds each, medians; ratio = candidate / baseline (higher is better for ops/s)`)
   for (const line of await benchObjects({ db, databaseUrl: DATABASE_URL, baseUrl, tokenFor, rounds: ROUNDS })) console.log(line)
   await benchQueries(db, line => console.log(line))
+  for (const line of await benchLayers({ db, databaseUrl: DATABASE_URL, baseUrl, tokenFor, rounds: ROUNDS, apiPid: api.pid ?? 0 })) console.log(line)
 } finally {
   api.kill('SIGTERM')
   await db.destroy()
