@@ -11,7 +11,6 @@ import * as schema from './schema.js'
 import * as sql from './sql.js'
 import { layerFilter, parseFields } from './selection.js'
 import { toLayerDto, type LayerDto } from './dto.js'
-import { TILES_PRERENDER } from '../../jobs/contracts.js'
 
 // Layer definitions: create, list, read, PATCH, delete by id or slug (CONTRACT "Layers and
 // exports"), every write through the pipeline (audit, outbox, layer_count quota).
@@ -51,7 +50,6 @@ export async function createLayer (ctx: ServiceContext, body: unknown): Promise<
     })
     const dto = toLayerDto(row, ctx.config.layerCacheTtlSeconds)
     record(w, 'created', row, dto)
-    await enqueuePrerender(ctx, w, row.id)
     return dto
   })
 }
@@ -89,7 +87,6 @@ export async function patchLayer (ctx: ServiceContext, key: string, body: unknow
     })
     const dto = toLayerDto(row, ctx.config.layerCacheTtlSeconds)
     record(w, 'updated', row, dto)
-    await enqueuePrerender(ctx, w, row.id)
     return dto
   })
 }
@@ -100,10 +97,4 @@ export async function deleteLayer (ctx: ServiceContext, key: string): Promise<vo
     await sql.deleteLayer(w.tx, ctx.tenantId, current.id)
     record(w, 'deleted', current, toLayerDto(current, ctx.config.layerCacheTtlSeconds))
   })
-}
-
-/** Queues a prerender of the layer's low zooms in the write's transaction, one per layer at a time. */
-export async function enqueuePrerender (ctx: ServiceContext, w: WriteScope | null, layerId: string): Promise<void> {
-  if (ctx.jobs === null) return
-  await ctx.jobs.send(TILES_PRERENDER.name, { tenantId: ctx.tenantId, layerId }, { db: w?.tx ?? ctx.db, singletonKey: `${ctx.tenantId}:${layerId}` })
 }

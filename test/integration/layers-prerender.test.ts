@@ -37,5 +37,9 @@ describe('tiles.prerender', () => {
     await layers.prerenderOnObjectEvents(s.db, jobs)({ tenant_id: tenant, type: 'object.updated', payload: { object: { typeId: t1 } } })
     assert.deepEqual(sent.map(x => x.key).sort(), [`${tenant}:${a.id}`, `${tenant}:${any.id}`].sort())
     assert.ok(sent.every(x => x.queue === 'tiles.prerender'))
+    sent.length = 0
+    await layers.prerenderOnObjectEvents(s.db, jobs)({ tenant_id: tenant, type: 'layer.updated', payload: { layer: { id: a.id } } })
+    await layers.prerenderOnObjectEvents(s.db, jobs)({ tenant_id: tenant, type: 'relation.created', payload: {} })
+    assert.deepEqual(sent.map(x => x.key), [`${tenant}:${a.id}`])
   })
 })
