@@ -91,24 +91,26 @@ export async function benchLayers (d: LayerBenchDeps): Promise<string[]> {
   const typeId = await dataset(d)
   await layer(d, 'cold', typeId, 0)
   await layer(d, 'warm', typeId, 3600)
-  const out: string[] = [`layers: ${N} points; tiles at c4 cold (cache off), warm at c10 (cache hit)`]
+  const out: string[] = [`layers: ${N} points; tiles cold (cache off) at c1, warm at c10 (cache hit)`]
   const conn = await d.db.client.acquireConnection()
   try {
     await conn.query('SET max_parallel_workers_per_gather = 0')
     for (const [z, count] of [[10, 12], [12, 60], [14, 300]] as const) {
       const tiles = randomTiles(z, count)
       const r = await compare(d.rounds,
-        () => throughput(count, 4, i => get(d, `/v1/layers/tiles/cold/${tiles[i].join('/')}.mvt`)),
+        () => throughput(count, 1, i => get(d, `/v1/layers/tiles/cold/${tiles[i].join('/')}.mvt`)),
         () => throughput(count, 1, async i => { await conn.query(d.db.raw(TILE_SQL, [...tiles[i], TENANT, typeId]).toSQL().toNative().sql, [...tiles[i], TENANT, typeId]) }))
-      out.push(row(`tile z${z} cold: API c4 vs direct SQL c1`, r, 'tiles/s'))
+      out.push(row(`tile z${z} cold: API vs direct SQL, c1`, r, 'tiles/s'))
     }
   } finally {
     await d.db.client.releaseConnection(conn)
   }
-  const hot = tileAt(12, AREA.x + AREA.w / 2, AREA.y + AREA.h / 2).join('/')
-  await get(d, `/v1/layers/tiles/warm/${hot}`)
-  const warm = await throughput(5000, 10, () => get(d, `/v1/layers/tiles/warm/${hot}`))
-  out.push(`tile z12 warm (cache hit) c10                 ${warm.toFixed(0).padStart(8)} tiles/s  (goal >= 5000)`)
+  for (const z of [12, 14]) {
+    const hot = tileAt(z, AREA.x + AREA.w / 2, AREA.y + AREA.h / 2).join('/')
+    await get(d, `/v1/layers/tiles/warm/${hot}`)
+    const warm = await throughput(2000, 10, () => get(d, `/v1/layers/tiles/warm/${hot}`))
+    out.push(`tile z${z} warm (cache hit) c10`.padEnd(44) + ` ${warm.toFixed(0).padStart(8)} tiles/s  (goal >= 5000)`)
+  }
 
   const bbox = [AREA.x, AREA.y, AREA.x + AREA.w / 4, AREA.y + AREA.h / 4]
   const pageSql = `SELECT coalesce(json_agg(p.f ORDER BY p.n), '[]'::json)::text AS features FROM (
