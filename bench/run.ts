@@ -9,6 +9,7 @@ import { benchAutomation } from './automation.js'
 import { benchCore, table } from './core.js'
 import { benchLicense } from './license.js'
 import { benchGraphql } from './graphql.js'
+import { benchLayers } from './layers.js'
 
 // `npm run bench`: starts the real API as its own process on a benchmark database and prints
 // each figure as a ratio against a baseline measured in the same run.
@@ -76,6 +77,7 @@ try {
     await benchAutomation({ db, databaseUrl: DATABASE_URL, baseUrl, tokenFor, env, rounds: ROUNDS }, line => console.log(line))
     await benchLicense(db, DATABASE_URL, ROUNDS, line => console.log(line))
     for (const line of await benchGraphql({ db, databaseUrl: DATABASE_URL, baseUrl, tokenFor, rounds: ROUNDS })) console.log(line)
+    for (const line of await benchLayers({ db, databaseUrl: DATABASE_URL, baseUrl, tokenFor, rounds: ROUNDS, apiPid: api.pid ?? 0 })) console.log(line)
   }
 } finally {
   api.kill('SIGTERM')

@@ -4,7 +4,7 @@
 export interface QueueContract {
   name: string
   payload: object
-  options: { retryLimit: number, retryDelay: number, retryBackoff: boolean, retryDelayMax?: number, expireInSeconds?: number }
+  options: { retryLimit: number, retryDelay: number, retryBackoff: boolean, retryDelayMax?: number, expireInSeconds?: number, policy?: 'standard' | 'stately' }
 }
 
 export const OUTBOX_DISPATCH = {
@@ -85,4 +85,20 @@ export const AUTOMATION_PRUNE = {
   options: { retryLimit: 2, retryDelay: 60, retryBackoff: false, expireInSeconds: 900 }
 } as const satisfies QueueContract
 
-export const QUEUES: QueueContract[] = [OUTBOX_DISPATCH, AUTOMATION_RUN, WEBHOOK_DELIVER, AUTOMATION_TICK, AUTOMATION_SCHEDULE_SYNC, AUTOMATION_PRUNE]
+/** Renders a layer's low zooms into the shared tile cache after it changed (coalesced per layer). */
+export const TILES_PRERENDER = {
+  name: 'tiles.prerender',
+  payload: {
+    type: 'object',
+    additionalProperties: false,
+    required: ['tenantId', 'layerId'],
+    properties: { tenantId: { type: 'string' }, layerId: { type: 'string', format: 'uuid' } }
+  },
+  // stately: at most one queued and one running job per singletonKey (tenant:layer), so a burst
+  // of edits renders once more after the current render, not once per edit.
+  options: { retryLimit: 2, retryDelay: 5, retryBackoff: true, retryDelayMax: 60, expireInSeconds: 300, policy: 'stately' }
+} as const satisfies QueueContract
+
+export interface TilesPrerenderPayload { tenantId: string, layerId: string }
+
+export const QUEUES: QueueContract[] = [OUTBOX_DISPATCH, AUTOMATION_RUN, WEBHOOK_DELIVER, AUTOMATION_TICK, AUTOMATION_SCHEDULE_SYNC, AUTOMATION_PRUNE, TILES_PRERENDER]

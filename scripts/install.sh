@@ -20,6 +20,13 @@ if ! dpkg -s postgresql-15-postgis-3 >/dev/null 2>&1; then
   apt-get install -y -qq postgresql-15-postgis-3 >/dev/null
 fi
 
+echo "== GDAL (ogrinfo: the layer tests open our OGC API, GeoJSON, NDJSON and MVT with it)"
+if ! command -v ogrinfo >/dev/null; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends gdal-bin >/dev/null
+fi
+
 echo "== Node 24 and packages"
 npm ci --no-audit --no-fund --loglevel=error
 export PATH="$PWD/node_modules/.bin:$PATH"

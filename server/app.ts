@@ -26,6 +26,8 @@ import { watchQueues } from '../jobs/metrics.js'
 import { registerLicenseRoutes } from './routes/license.js'
 import { registerPermissionRoutes } from './routes/permissions.js'
 import { registerGraphqlRoutes } from './graphql/index.js'
+import { registerLayerRoutes } from './routes/layers.js'
+import { registerOgcRoutes } from './routes/ogc.js'
 
 export interface AppDeps {
   config: Readonly<Config>
@@ -51,7 +53,9 @@ export const ROUTE_MODULES: RouteRegistrar[] = [
   registerAutomationRoutes,
   registerLicenseRoutes,
   registerPermissionRoutes,
-  registerGraphqlRoutes
+  registerGraphqlRoutes,
+  registerLayerRoutes,
+  registerOgcRoutes
 ]
 
 /** Builds the Koa app without listening (tests drive app.callback()). */

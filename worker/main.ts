@@ -3,12 +3,13 @@ import '../lib/modules.js'
 import { createLogger } from '../lib/log.js'
 import { packageVersion } from '../lib/release/version.js'
 import { onShutdown, startRuntimeOrExit } from '../lib/runtime.js'
-import { createQueues } from '../jobs/enqueue.js'
-import { OUTBOX_DISPATCH, type OutboxDispatchPayload } from '../jobs/contracts.js'
-import { handleOutboxDispatch } from '../jobs/handlers/outbox-dispatch.js'
+import { createQueues, pgBossSender } from '../jobs/enqueue.js'
+import { OUTBOX_DISPATCH, TILES_PRERENDER, type OutboxDispatchPayload, type TilesPrerenderPayload } from '../jobs/contracts.js'
+import { handleOutboxDispatch, outboxConsumers } from '../jobs/handlers/outbox-dispatch.js'
+import { handleTilesPrerender } from '../jobs/handlers/tiles-prerender.js'
 import * as outbox from '../lib/outbox/index.js'
 import * as counters from '../lib/counters/index.js'
-import { pgBossSender } from '../jobs/enqueue.js'
+import * as layers from '../lib/layers/index.js'
 import { startAutomation } from './automation.js'
 
 // config -> runtime -> queues -> handlers -> schedules; stop on SIGTERM. Scales horizontally:
@@ -23,7 +24,12 @@ await createQueues(rt.boss)
 let wakeRuns = () => {}
 const dispatchWorker = await rt.boss.work<OutboxDispatchPayload>(OUTBOX_DISPATCH.name, { pollingIntervalSeconds: 1, batchSize: 1 },
   jobs => handleOutboxDispatch(rt.db, log, jobs).then(() => wakeRuns()))
-wakeRuns = await startAutomation(rt, config, log, pgBossSender(rt.boss))
+const jobs = pgBossSender(rt.boss)
+wakeRuns = await startAutomation(rt, config, log, jobs)
+// Layers: object events queue a low-zoom prerender per affected layer, into Redis when set.
+const tileCache = rt.redis === null ? null : layers.createRenderCache(rt.redis)
+outboxConsumers.push(layers.prerenderOnObjectEvents(rt.db, jobs))
+await rt.boss.work<TilesPrerenderPayload>(TILES_PRERENDER.name, { pollingIntervalSeconds: 2, batchSize: 1 }, jobs => handleTilesPrerender({ db: rt.db, log, config, cache: tileCache }, jobs))
 
 // Poll the pending-outbox index once a second and wake a dispatch (coalesced by singletonKey
 // across all workers), so events are delivered within about a second of their commit.

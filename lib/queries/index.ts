@@ -4,3 +4,7 @@ export { parseRunQuery, fromListParams, type ListParams } from './parse.js'
 export { compileFilter, whereClause, orderBy } from './compile.js'
 export { LIMITS } from './fields.js'
 export type { Query, FilterNode } from './types.js'
+// For lib/layers: a layer's filters and field names go through the same parser and SQL tag.
+export { parseFilters } from './parse-filter.js'
+export { resolveField } from './fields.js'
+export { Fragment, sql, trusted, join } from './fragment.js'

@@ -1,0 +1,141 @@
+import { spawn } from 'node:child_process'
+import { readFileSync } from 'node:fs'
+import type { Db } from '../lib/db.js'
+import { compare, row, throughput } from './support.js'
+
+// Layers (issue 8): tiles cold (cache off) and warm, a GeoJSON bbox page, the NDJSON stream,
+// each next to the best direct SQL for the same answer, on 100,000 points of its own tenant.
+
+export interface LayerBenchDeps { db: Db, databaseUrl: string, baseUrl: string, tokenFor: (tenant: string) => string, rounds: number, apiPid: number }
+
+const TENANT = 'bench-layers'
+const N = 100_000
+// Points over about 0.8 x 0.4 degrees (Berlin): a z10 tile holds some 20,000 of them.
+const AREA = { x: 13.0, y: 52.3, w: 0.8, h: 0.4 }
+
+async function api (d: LayerBenchDeps, method: string, path: string, body?: unknown): Promise<any> {
+  const r = await fetch(d.baseUrl + path, { method, headers: { Authorization: `Bearer ${d.tokenFor(TENANT)}`, 'Content-Type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) })
+  if (r.status >= 300) throw new Error(`${method} ${path}: ${r.status} ${await r.text()}`)
+  return r.json()
+}
+
+/** The dataset, seeded once by SQL (objects, their first versions, and the counter deltas writes would add). */
+async function dataset (d: LayerBenchDeps): Promise<string> {
+  const have = await d.db.raw("SELECT type_id::text AS t, count(*)::int AS n FROM objects WHERE tenant_id = ? AND deleted_at IS NULL GROUP BY 1", [TENANT])
+  if (have.rows.length === 1 && have.rows[0].n === N) return have.rows[0].t
+  const type = await api(d, 'POST', '/v1/object-types', { key: `site_${Date.now()}`, name: 'Site', attributeSchema: { type: 'object' } })
+  await api(d, 'POST', `/v1/object-types/${type.id}/publish`, { to: 'published' })
+  await d.db.raw(`
+    WITH o AS (
+      INSERT INTO objects (id, tenant_id, type_id, type_version, public_id, attributes, geom, workflow_state, version, valid_from, created_at, updated_at)
+      SELECT gen_random_uuid(), ?, ?, 1, 'site-' || i, jsonb_build_object('name', 'site ' || i, 'height', i % 97),
+        ST_SetSRID(ST_MakePoint(? + random() * ?, ? + random() * ?), 4326), NULL, 1, now(), now(), now()
+      FROM generate_series(1, ?) i RETURNING *
+    ), v AS (
+      INSERT INTO object_versions (object_id, version, tenant_id, type_id, public_id, operation, attributes, geom, workflow_state, created_at, updated_at, valid_from, tx_from, actor)
+      SELECT id, 1, tenant_id, type_id, public_id, 'created', attributes, geom, workflow_state, created_at, updated_at, valid_from, created_at, NULL FROM o
+    )
+    INSERT INTO counter_deltas (tenant_id, counter, bucket, delta)
+    SELECT ?, c, ?, (SELECT count(*) FROM o) FROM unnest(ARRAY['objects', 'object_changes']) c`,
+  [TENANT, type.id, AREA.x, AREA.w, AREA.y, AREA.h, N, TENANT, type.id])
+  await d.db.raw('ANALYZE objects')
+  return type.id
+}
+
+async function layer (d: LayerBenchDeps, slug: string, typeId: string, ttl: number): Promise<void> {
+  try { await api(d, 'DELETE', `/v1/layers/definitions/${slug}`) } catch { /* not there */ }
+  await api(d, 'POST', '/v1/layers/definitions', { name: slug, slug, cacheTtlSeconds: ttl, definition: { filters: { typeId }, fields: ['attributes.name', 'attributes.height'] } })
+}
+
+function tileAt (z: number, lon: number, lat: number): [number, number, number] {
+  const n = 2 ** z
+  const r = lat * Math.PI / 180
+  return [z, Math.floor((lon + 180) / 360 * n), Math.floor((1 - Math.log(Math.tan(r) + 1 / Math.cos(r)) / Math.PI) / 2 * n)]
+}
+
+function randomTiles (z: number, count: number): Array<[number, number, number]> {
+  return Array.from({ length: count }, () => tileAt(z, AREA.x + Math.random() * AREA.w, AREA.y + Math.random() * AREA.h))
+}
+
+// The same statement the service runs (lib/layers export-sql.ts), written out by hand.
+const TILE_SQL = `
+  WITH env AS MATERIALIZED (SELECT ST_TileEnvelope(?, ?, ?) AS m),
+  box AS MATERIALIZED (SELECT env.m, ST_Expand(g, (ST_XMax(g) - ST_XMin(g)) * 64 / 4096.0) AS g FROM env, LATERAL (SELECT ST_Transform(env.m, 4326) AS g) l)
+  SELECT ST_AsMVT(t, 'cold', 4096, 'geom') AS tile FROM (
+    SELECT ST_AsMVTGeom(ST_Transform(o.geom, 3857), box.m, 4096, 64, true) AS geom, o.id::text AS id, o.type_id::text AS "typeId",
+      o.public_id AS "publicId", o.workflow_state AS "workflowState",
+      jsonb_strip_nulls(jsonb_build_object('attributes.name', o.attributes -> 'name', 'attributes.height', o.attributes -> 'height')) AS attrs
+    FROM objects o, box WHERE o.tenant_id = ? AND o.deleted_at IS NULL AND o.type_id = ? AND o.geom && box.g
+  ) t WHERE t.geom IS NOT NULL`
+
+async function get (d: LayerBenchDeps, path: string): Promise<void> {
+  const r = await fetch(d.baseUrl + path, { headers: { Authorization: `Bearer ${d.tokenFor(TENANT)}` } })
+  if (r.status !== 200) throw new Error(`${path}: ${r.status}`)
+  await r.arrayBuffer()
+}
+
+function rssMb (pid: number): number {
+  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))
+  return m === null ? 0 : Number(m[1]) / 1024
+}
+
+/** COPY of the stream's rows to psql's stdout (discarded): the floor for NDJSON. */
+function copyOut (databaseUrl: string, sql: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const p = spawn('psql', [databaseUrl, '-qAtc', `COPY (${sql}) TO STDOUT`], { stdio: ['ignore', 'ignore', 'inherit'] })
+    p.on('exit', code => code === 0 ? resolve() : reject(new Error(`psql exited ${code}`)))
+  })
+}
+
+export async function benchLayers (d: LayerBenchDeps): Promise<string[]> {
+  const typeId = await dataset(d)
+  await layer(d, 'cold', typeId, 0)
+  await layer(d, 'warm', typeId, 3600)
+  const out: string[] = [`layers: ${N} points; tiles cold (cache off) at c1, warm at c10 (cache hit)`]
+  const conn = await d.db.client.acquireConnection()
+  try {
+    await conn.query('SET max_parallel_workers_per_gather = 0')
+    for (const [z, count] of [[10, 12], [12, 60], [14, 300]] as const) {
+      const tiles = randomTiles(z, count)
+      const r = await compare(d.rounds,
+        () => throughput(count, 1, i => get(d, `/v1/layers/tiles/cold/${tiles[i].join('/')}.mvt`)),
+        () => throughput(count, 1, async i => { await conn.query(d.db.raw(TILE_SQL, [...tiles[i], TENANT, typeId]).toSQL().toNative().sql, [...tiles[i], TENANT, typeId]) }))
+      out.push(row(`tile z${z} cold: API vs direct SQL, c1`, r, 'tiles/s'))
+    }
+  } finally {
+    await d.db.client.releaseConnection(conn)
+  }
+  for (const z of [12, 14]) {
+    const hot = tileAt(z, AREA.x + AREA.w / 2, AREA.y + AREA.h / 2).join('/')
+    await get(d, `/v1/layers/tiles/warm/${hot}`)
+    const warm = await throughput(2000, 10, () => get(d, `/v1/layers/tiles/warm/${hot}`))
+    out.push(`tile z${z} warm (cache hit) c10`.padEnd(44) + ` ${warm.toFixed(0).padStart(8)} tiles/s  (goal >= 5000)`)
+  }
+
+  const bbox = [AREA.x, AREA.y, AREA.x + AREA.w / 4, AREA.y + AREA.h / 4]
+  const pageSql = `SELECT coalesce(json_agg(p.f ORDER BY p.n), '[]'::json)::text AS features FROM (
+      SELECT json_build_object('type', 'Feature', 'id', o.id, 'geometry', ST_AsGeoJSON(o.geom)::json, 'properties',
+        json_build_object('attributes', jsonb_build_object('name', o.attributes #> '{name}', 'height', o.attributes #> '{height}'))) AS f,
+        row_number() OVER (ORDER BY o.created_at, o.id) AS n
+      FROM objects o WHERE o.tenant_id = ? AND o.deleted_at IS NULL AND o.type_id = ? AND o.geom && ST_MakeEnvelope(?, ?, ?, ?, 4326)
+        AND ST_Intersects(o.geom, ST_MakeEnvelope(?, ?, ?, ?, 4326))
+      ORDER BY o.created_at, o.id LIMIT 1000) p`
+  const g = await compare(d.rounds,
+    () => throughput(40, 4, () => get(d, `/v1/layers/objects?layer=cold&bbox=${bbox.join(',')}&limit=1000`)),
+    () => throughput(40, 4, async () => { await d.db.raw(pageSql, [TENANT, typeId, ...bbox, ...bbox]) }))
+  out.push(row('GeoJSON bbox page of 1000: API vs SQL', g, 'pages/s'))
+
+  const copySql = `SELECT json_build_object('type', 'Feature', 'id', o.id, 'geometry', ST_AsGeoJSON(o.geom)::json, 'properties',
+    json_build_object('attributes', jsonb_build_object('name', o.attributes #> '{name}', 'height', o.attributes #> '{height}')))::text
+    FROM objects o WHERE o.tenant_id = '${TENANT}' AND o.deleted_at IS NULL AND o.type_id = '${typeId}'`
+  const idle = rssMb(d.apiPid)
+  let peak = idle
+  const sampler = setInterval(() => { peak = Math.max(peak, rssMb(d.apiPid)) }, 20)
+  const s = await compare(d.rounds,
+    async () => { const t0 = Date.now(); await get(d, '/v1/layers/objects/stream?layer=cold'); return N / ((Date.now() - t0) / 1000) },
+    async () => { const t0 = Date.now(); await copyOut(d.databaseUrl, copySql); return N / ((Date.now() - t0) / 1000) })
+  clearInterval(sampler)
+  out.push(row('NDJSON stream vs COPY of the same rows', s, 'features/s'))
+  out.push(`NDJSON API RSS: idle ${idle.toFixed(0)} MB, peak while streaming ${peak.toFixed(0)} MB (+${(peak - idle).toFixed(0)} MB)`)
+  return out
+}

@@ -1,0 +1,63 @@
+import { createHash } from 'node:crypto'
+import { LRUCache } from 'lru-cache'
+import type { Redis } from 'ioredis'
+
+/**
+ * Server-side store of rendered exports (tiles, GeoJSON pages). Keys are derived by
+ * `renderKey` from everything that shapes the answer (README "Caching"), so an entry is never
+ * invalidated: a change makes new requests compute a new key, and the old entry ages out
+ * within its TTL. Shared by every API process through Redis when REDIS_URL is set; a bounded
+ * in-process LRU otherwise.
+ */
+export interface RenderCache {
+  readonly kind: 'redis' | 'memory'
+  get (key: string): Promise<Buffer | undefined>
+  set (key: string, value: Buffer, ttlSeconds: number): Promise<void>
+}
+
+/** In-process store: at most `maxBytes` of renderings (least recently used go first). */
+export function memoryCache (maxBytes = 64 * 1024 * 1024): RenderCache {
+  // +64 per entry: the key and bookkeeping; also keeps empty tiles (0 bytes) sized above zero.
+  const lru = new LRUCache<string, Buffer>({ maxSize: maxBytes, sizeCalculation: v => v.length + 64 })
+  return {
+    kind: 'memory',
+    async get (key) { return lru.get(key) },
+    async set (key, value, ttlSeconds) { lru.set(key, value, { ttl: ttlSeconds * 1000 }) }
+  }
+}
+
+/**
+ * Redis store. A Redis failure is a cache miss (the answer is rendered from the database),
+ * never a failed request.
+ */
+export function redisCache (redis: Redis): RenderCache {
+  return {
+    kind: 'redis',
+    async get (key) {
+      try { return (await redis.getBuffer(key)) ?? undefined } catch { return undefined }
+    },
+    async set (key, value, ttlSeconds) {
+      try { await redis.set(key, value, 'EX', ttlSeconds) } catch { /* a miss next time */ }
+    }
+  }
+}
+
+export function createRenderCache (redis: Redis | null): RenderCache {
+  return redis === null ? memoryCache() : redisCache(redis)
+}
+
+/**
+ * The cache key and the strong ETag of one answer. `parts` must hold everything the answer
+ * depends on; the tenant leads the key so a tenant's entries can never be found by another.
+ */
+export function renderKey (tenantId: string, parts: unknown[]): { key: string, etag: string } {
+  const digest = createHash('sha256').update(JSON.stringify([tenantId, ...parts])).digest('base64url')
+  return { key: `layers:${tenantId}:${digest}`, etag: `"${digest.slice(0, 32)}"` }
+}
+
+/** If-None-Match (a list, `*`, weak or strong tags) against our ETag, by weak comparison (RFC 9110). */
+export function matchesIfNoneMatch (header: string | undefined, etag: string): boolean {
+  if (header === undefined || header.trim() === '') return false
+  if (header.trim() === '*') return true
+  return header.split(',').some(t => t.trim().replace(/^W\//, '') === etag)
+}

@@ -1,0 +1,100 @@
+import { randomUUID } from 'node:crypto'
+import type { ServiceContext } from '../context.js'
+import { isUuid } from '../db.js'
+import { notFound } from '../errors.js'
+import { parse, parseQuery } from '../validation.js'
+import { assertStorable } from '../storable.js'
+import { page, type Page } from '../schemas.js'
+import * as access from '../access/index.js'
+import { runWrite, type WriteScope } from '../pipeline.js'
+import * as schema from './schema.js'
+import * as sql from './sql.js'
+import { layerFilter, parseFields } from './selection.js'
+import { toLayerDto, type LayerDto } from './dto.js'
+
+// Layer definitions: create, list, read, PATCH, delete by id or slug (CONTRACT "Layers and
+// exports"), every write through the pipeline (audit, outbox, layer_count quota).
+
+interface LayerInput {
+  name?: string
+  slug?: string
+  description?: string | null
+  definition?: sql.LayerDefinition
+  cacheTtlSeconds?: number
+}
+
+/** Shape by ajv, then the filters through the query parser and the field names: 400 naming the path. */
+function validateDefinition (def: sql.LayerDefinition | undefined): void {
+  if (def === undefined) return
+  assertStorable(def, 'definition')
+  layerFilter(def)
+  parseFields(def.fields ?? [], i => `definition.fields[${i}]`)
+}
+
+function record (w: WriteScope, type: 'created' | 'updated' | 'deleted', row: sql.LayerRow, dto: LayerDto): void {
+  w.record({
+    audit: { type: `layer.${type}`, resourceType: 'layer', resourceId: row.id, data: { slug: row.slug, version: row.version } },
+    event: { type: `layer.${type}`, aggregateType: 'layer', aggregateId: row.id, payload: { layer: dto } }
+  })
+}
+
+export async function createLayer (ctx: ServiceContext, body: unknown): Promise<LayerDto> {
+  const input = parse<Required<Pick<LayerInput, 'name' | 'slug'>> & LayerInput>(schema.CreateLayerBody, body)
+  validateDefinition(input.definition)
+  assertStorable(input.name, 'name')
+  assertStorable(input.description, 'description')
+  return runWrite(ctx, { resource: 'layers', action: 'write', limit: 'layer_count' }, async w => {
+    const row = await sql.insertLayer(w.tx, {
+      tenant_id: ctx.tenantId, id: randomUUID(), slug: input.slug, name: input.name, description: input.description ?? null,
+      definition: input.definition ?? {}, cache_ttl_seconds: input.cacheTtlSeconds ?? null
+    })
+    const dto = toLayerDto(row, ctx.config.layerCacheTtlSeconds)
+    record(w, 'created', row, dto)
+    return dto
+  })
+}
+
+/** By id or by slug, or 404. */
+export async function findLayer (ctx: ServiceContext, key: string, db = ctx.db, lock = false): Promise<sql.LayerRow> {
+  return (await sql.findLayer(db, ctx.tenantId, key, isUuid(key), lock)) ?? notFound('layer', key)
+}
+
+export async function getLayer (ctx: ServiceContext, key: string): Promise<LayerDto> {
+  await access.authorize(ctx, 'layers', 'read')
+  return toLayerDto(await findLayer(ctx, key), ctx.config.layerCacheTtlSeconds)
+}
+
+export async function listLayers (ctx: ServiceContext, query: Record<string, unknown>): Promise<Page<LayerDto>> {
+  await access.authorize(ctx, 'layers', 'read')
+  const q = parseQuery<{ limit: number, offset: number }>(schema.ListLayersQuery, query)
+  const { rows, total } = await sql.listLayers(ctx.db, ctx.tenantId, q.limit, q.offset)
+  return page(rows.map(r => toLayerDto(r, ctx.config.layerCacheTtlSeconds)), q.limit, q.offset, total)
+}
+
+export async function patchLayer (ctx: ServiceContext, key: string, body: unknown): Promise<LayerDto> {
+  const input = parse<LayerInput>(schema.PatchLayerBody, body)
+  validateDefinition(input.definition)
+  assertStorable(input.name, 'name')
+  assertStorable(input.description, 'description')
+  return runWrite(ctx, { resource: 'layers', action: 'write' }, async w => {
+    const current = await findLayer(ctx, key, w.tx, true)
+    const row = await sql.updateLayer(w.tx, ctx.tenantId, current.id, {
+      slug: input.slug ?? current.slug,
+      name: input.name ?? current.name,
+      description: input.description === undefined ? current.description : input.description,
+      definition: input.definition ?? current.definition,
+      cache_ttl_seconds: input.cacheTtlSeconds ?? current.cache_ttl_seconds
+    })
+    const dto = toLayerDto(row, ctx.config.layerCacheTtlSeconds)
+    record(w, 'updated', row, dto)
+    return dto
+  })
+}
+
+export async function deleteLayer (ctx: ServiceContext, key: string): Promise<void> {
+  await runWrite(ctx, { resource: 'layers', action: 'write' }, async w => {
+    const current = await findLayer(ctx, key, w.tx, true)
+    await sql.deleteLayer(w.tx, ctx.tenantId, current.id)
+    record(w, 'deleted', current, toLayerDto(current, ctx.config.layerCacheTtlSeconds))
+  })
+}

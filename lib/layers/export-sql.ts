@@ -1,0 +1,103 @@
+import type { Queryable } from '../db.js'
+import * as objects from '../objects/index.js'
+import * as queries from '../queries/index.js'
+import { featureSql, mvtAttributesSql, type FieldSelection } from './selection.js'
+
+// The export statements. PostgreSQL builds every answer (GeoJSON by json_build_object/json_agg,
+// tiles by ST_AsMVT); JavaScript only frames them. All run over the object source `o`
+// (lib/objects objectSource: the objects table now, the versions live at `asOf`), whose
+// tenant filter the planner flattens into ours, so objects_geom_gist serves bbox and tiles.
+
+const { sql, trusted } = queries
+type Fragment = queries.Fragment
+
+export interface Scope { tenantId: string, asOf?: string, where: Fragment }
+
+function source (s: Scope): Fragment {
+  const src = objects.objectSource([s.tenantId], s.asOf === undefined ? {} : { asOf: s.asOf })
+  return trusted(src.sql, src.params)
+}
+
+function run (db: Queryable, f: Fragment) {
+  return db.raw(f.text, f.params)
+}
+
+/** Stable page order: creation time, then id (objects_tenant_created serves it). */
+const ORDER = trusted('o.created_at, o.id')
+
+/** A page of Features as the text of a JSON array. */
+export async function featurePage (db: Queryable, s: Scope, fields: FieldSelection, limit: number, offset: number): Promise<{ features: string, returned: number }> {
+  const r = await run(db, sql`SELECT coalesce(json_agg(p.f ORDER BY p.n), '[]'::json)::text AS features, count(*)::int AS returned
+    FROM (SELECT ${featureSql(fields)} AS f, row_number() OVER (ORDER BY ${ORDER}) AS n
+      FROM ${source(s)} o WHERE ${s.where} ORDER BY ${ORDER} LIMIT ${limit} OFFSET ${offset}) p`)
+  return r.rows[0]
+}
+
+export async function countFeatures (db: Queryable, s: Scope): Promise<number> {
+  const r = await run(db, sql`SELECT count(*)::int AS n FROM ${source(s)} o WHERE ${s.where}`)
+  return r.rows[0].n
+}
+
+/** One Feature by object id, or null when the selection does not hold it. */
+export async function featureById (db: Queryable, s: Scope, fields: FieldSelection, id: string): Promise<string | null> {
+  const r = await run(db, sql`SELECT ${featureSql(fields)}::text AS f FROM ${source(s)} o WHERE o.id = ${id}::uuid AND ${s.where}`)
+  return r.rows[0]?.f ?? null
+}
+
+/** The NDJSON stream's statement: one Feature's text per row, in no particular order. */
+export function streamStatement (s: Scope, fields: FieldSelection): Fragment {
+  return sql`SELECT ${featureSql(fields)}::text AS f FROM ${source(s)} o WHERE ${s.where}`
+}
+
+export interface TileRequest { z: number, x: number, y: number, layerName: string }
+
+/**
+ * One Mapbox Vector Tile (extent 4096, buffer 64). Candidates come from the GiST index by the
+ * tile's lon/lat box widened by the buffer; ST_AsMVTGeom clips and quantizes in 3857. Properties:
+ * id, typeId, publicId, workflowState and the selected attributes (CONTRACT). Runs with parallel
+ * plans off (STACK.md: each parallel worker re-initialises PROJ, about 4x slower).
+ */
+export async function renderTile (db: Queryable, s: Scope, fields: FieldSelection, t: TileRequest): Promise<Buffer> {
+  const statement = sql`
+    WITH env AS MATERIALIZED (SELECT ST_TileEnvelope(${t.z}, ${t.x}, ${t.y}) AS m),
+    box AS MATERIALIZED (
+      SELECT env.m, ST_Expand(g, (ST_XMax(g) - ST_XMin(g)) * 64 / 4096.0) AS g
+      FROM env, LATERAL (SELECT ST_Transform(env.m, 4326) AS g) l
+    )
+    SELECT ST_AsMVT(t, ${t.layerName}, 4096, 'geom') AS tile FROM (
+      SELECT ST_AsMVTGeom(ST_Transform(o.geom, 3857), box.m, 4096, 64, true) AS geom,
+        o.id::text AS id, o.type_id::text AS "typeId", o.public_id AS "publicId", o.workflow_state AS "workflowState",
+        ${mvtAttributesSql(fields)} AS attrs
+      FROM ${source(s)} o, box WHERE o.geom && box.g AND ${s.where}
+    ) t WHERE t.geom IS NOT NULL`
+  const tile = await withSerialPlans(db, tx => run(tx, statement))
+  return tile.rows[0]?.tile ?? Buffer.alloc(0)
+}
+
+async function withSerialPlans<T> (db: Queryable, fn: (tx: Queryable) => Promise<T>): Promise<T> {
+  const inTx = async (tx: Queryable) => {
+    await tx.raw('SET LOCAL max_parallel_workers_per_gather = 0')
+    return fn(tx)
+  }
+  return db.isTransaction ? inTx(db) : (db as import('../db.js').Db).transaction(inTx)
+}
+
+export interface Extent { bbox: [number, number, number, number] | null, firstUpdate: string | null, lastUpdate: string | null }
+
+/** The selection's lon/lat extent and the range of its updatedAt (OGC collection extent, TileJSON bounds). */
+export async function extent (db: Queryable, s: Scope): Promise<Extent> {
+  const r = await run(db, sql`SELECT ST_XMin(e) AS x1, ST_YMin(e) AS y1, ST_XMax(e) AS x2, ST_YMax(e) AS y2, t1, t2 FROM (
+      SELECT ST_Extent(o.geom) AS e,
+        to_char(min(o.updated_at) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS t1,
+        to_char(max(o.updated_at) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS t2
+      FROM ${source(s)} o WHERE ${s.where}) x`)
+  const row = r.rows[0]
+  return { bbox: row.x1 === null ? null : [row.x1, row.y1, row.x2, row.y2], firstUpdate: row.t1, lastUpdate: row.t2 }
+}
+
+/** Attribute names in the selection, with whether every value is a number (TileJSON fields). */
+export async function attributeKinds (db: Queryable, s: Scope, max = 200): Promise<Array<{ key: string, numeric: boolean }>> {
+  const r = await run(db, sql`SELECT a.key, bool_and(jsonb_typeof(a.value) = 'number') AS numeric
+    FROM ${source(s)} o, jsonb_each(o.attributes) a WHERE ${s.where} GROUP BY a.key ORDER BY a.key LIMIT ${max}`)
+  return r.rows
+}

@@ -1,0 +1,122 @@
+import type { ServiceContext } from '../context.js'
+import { AppError, validationError } from '../errors.js'
+import { parseQuery } from '../validation.js'
+import * as access from '../access/index.js'
+import * as counters from '../counters/index.js'
+import * as schema from './schema.js'
+import * as sql from './sql.js'
+import * as exportSql from './export-sql.js'
+import { and, layerFilter, parseFields, requestFilter, whereSql, type FieldSelection } from './selection.js'
+import { findLayer } from './definitions.js'
+import { matchesIfNoneMatch, renderKey, type RenderCache } from './cache.js'
+import type { FilterNode } from '../queries/index.js'
+
+// Exports of a layer's selection: GeoJSON pages, the NDJSON stream's statement, tiles. Each
+// request is first "planned": the layer, the selection, and the cache key / ETag built from
+// everything the answer depends on (README "Caching"); only then is anything rendered.
+
+export interface ExportParams {
+  layer?: string
+  typeId?: string
+  bbox?: string
+  fields?: string
+  asOf?: string
+}
+
+export interface Plan {
+  layer: sql.LayerRow | null
+  scope: exportSql.Scope
+  fields: FieldSelection
+  /** Cache-Control max-age and the server-side lifetime; 0: nothing is kept. */
+  ttl: number
+  key: string
+  etag: string
+}
+
+/** What a route sends: 304 (body null) or the rendering, with its validators. */
+export interface Rendered { etag: string, maxAge: number, body: Buffer | null }
+
+/** The object type ids whose changes can change this selection, or null for any type. */
+function typeBuckets (layer: sql.LayerRow | null, typeId: string | undefined): string[] | null {
+  const ids = [layer?.definition.filters?.typeId, typeId].filter((t): t is string => t !== undefined)
+  return ids.length === 0 ? null : [...new Set(ids)]
+}
+
+/**
+ * Resolves the layer and the selection and derives the cache key. Order matters: the change
+ * counter is read BEFORE any rendering, so a rendering is never older than the key it is kept
+ * under (a change in between only makes the entry newer than its key; the next request, seeing
+ * the higher counter, renders again).
+ */
+export async function plan (ctx: ServiceContext, kind: string, p: ExportParams, extra: { filter?: FilterNode | null, parts?: unknown[] } = {}): Promise<Plan> {
+  // Exports need objects:read (CONTRACT); it is all of the caller's permissions that shapes the
+  // answer, and it is checked here, before any cache lookup or 304.
+  await access.authorize(ctx, 'objects', 'read')
+  const layer = p.layer === undefined ? null : await findLayer(ctx, p.layer)
+  const fieldNames = p.fields !== undefined ? p.fields.split(',').map(s => s.trim()) : layer?.definition.fields ?? []
+  const fields = parseFields(fieldNames, i => p.fields !== undefined ? 'fields' : `definition.fields[${i}]`)
+  const filter = and([layer === null ? null : layerFilter(layer.definition), requestFilter(p), extra.filter ?? null])
+  const changes = await counters.total(ctx.db, ctx.tenantId, counters.OBJECT_CHANGES, typeBuckets(layer, p.typeId))
+  const ttl = layer?.cache_ttl_seconds ?? ctx.config.layerCacheTtlSeconds
+  const { key, etag } = renderKey(ctx.tenantId, [
+    kind, layer?.id ?? null, layer?.version ?? null, changes, p.typeId ?? null, p.bbox ?? null, fields, p.asOf ?? null, ...(extra.parts ?? [])
+  ])
+  return { layer, scope: { tenantId: ctx.tenantId, asOf: p.asOf, where: whereSql(filter) }, fields, ttl, key, etag }
+}
+
+/**
+ * The conditional-request and cache discipline shared by every cached export: 304 when the
+ * client holds this ETag; else the kept rendering; else render, keep (for at most the TTL), send.
+ */
+export async function cached (cache: RenderCache | null, pl: Plan, ifNoneMatch: string | undefined, render: () => Promise<Buffer>): Promise<Rendered> {
+  const head = { etag: pl.etag, maxAge: pl.ttl }
+  if (matchesIfNoneMatch(ifNoneMatch, pl.etag)) return { ...head, body: null }
+  if (cache === null || pl.ttl === 0) return { ...head, body: await render() }
+  const hit = await cache.get(pl.key)
+  if (hit !== undefined) return { ...head, body: hit }
+  const body = await render()
+  await cache.set(pl.key, body, pl.ttl)
+  return { ...head, body }
+}
+
+export interface PageQuery extends ExportParams { limit: number, offset: number }
+
+/** GET /v1/layers/objects: one page of the selection as a GeoJSON FeatureCollection. */
+export async function featureCollection (ctx: ServiceContext, cache: RenderCache | null, query: Record<string, unknown>, ifNoneMatch?: string): Promise<Rendered> {
+  const q = parseQuery<PageQuery>(schema.ExportQuery, query)
+  const pl = await plan(ctx, 'geojson', q, { parts: [q.limit, q.offset] })
+  return cached(cache, pl, ifNoneMatch, async () => {
+    const page = await exportSql.featurePage(ctx.db, pl.scope, pl.fields, q.limit, q.offset)
+    return Buffer.from(`{"type":"FeatureCollection","features":${page.features}}`)
+  })
+}
+
+export interface TileCoordinates { z: number, x: number, y: number }
+
+/** z/x/y as path text (y may carry .mvt or .pbf) -> integers in range; 400 naming the parameter. */
+export function parseTile (z: string, x: string, y: string): TileCoordinates {
+  const int = (v: string, name: string) => {
+    if (!/^\d{1,9}$/.test(v)) throw validationError(name, 'must be a non-negative integer')
+    return Number(v)
+  }
+  const zoom = int(z, 'z')
+  if (zoom > schema.MAX_ZOOM) throw validationError('z', `must be 0..${schema.MAX_ZOOM}`)
+  const n = 2 ** zoom
+  const col = int(x, 'x')
+  const row = int(y.replace(/\.(mvt|pbf)$/, ''), 'y')
+  if (col >= n) throw validationError('x', `must be 0..${n - 1} at zoom ${zoom}`)
+  if (row >= n) throw validationError('y', `must be 0..${n - 1} at zoom ${zoom}`)
+  return { z: zoom, x: col, y: row }
+}
+
+/** GET /v1/layers/tiles/{layer}/{z}/{x}/{y}: a Mapbox Vector Tile; an empty tile is an empty body. */
+export async function tile (ctx: ServiceContext, cache: RenderCache | null, layer: string, t: TileCoordinates, query: Record<string, unknown>, ifNoneMatch?: string): Promise<Rendered> {
+  const q = parseQuery<{ asOf?: string }>(schema.TileQuery, query)
+  const pl = await plan(ctx, 'mvt', { layer, asOf: q.asOf }, { parts: [t.z, t.x, t.y] })
+  return cached(cache, pl, ifNoneMatch, () => renderPlannedTile(ctx, pl, t))
+}
+
+export function renderPlannedTile (ctx: ServiceContext, pl: Plan, t: TileCoordinates): Promise<Buffer> {
+  if (pl.layer === null) throw new AppError('BAD_REQUEST', 'a tile needs a layer')
+  return exportSql.renderTile(ctx.db, pl.scope, pl.fields, { ...t, layerName: pl.layer.slug })
+}

@@ -1,0 +1,206 @@
+import { describe, it, before } from 'node:test'
+import assert from 'node:assert/strict'
+import { execFile } from 'node:child_process'
+import { promisify } from 'node:util'
+import { mkdtemp, writeFile, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import type { Db } from '../../lib/db.js'
+import { newTenant, useOwnerSession, type Client } from '../support/harness.js'
+
+const run = promisify(execFile)
+
+/** n point objects of a type straight into the tables (with their history rows and counter deltas). */
+async function seed (db: Db, tenant: string, typeId: string, n: number): Promise<void> {
+  await db.raw(`
+    WITH o AS (
+      INSERT INTO objects (id, tenant_id, type_id, type_version, public_id, attributes, geom, workflow_state, version, valid_from, created_at, updated_at)
+      SELECT gen_random_uuid(), ?, ?, 1, 'seed-' || i, jsonb_build_object('name', 'n' || i, 'height', i % 50),
+        ST_SetSRID(ST_MakePoint(-10 + (i % 1000) * 0.02, 40 + (i / 1000) * 0.02), 4326), NULL, 1, now(), now(), now()
+      FROM generate_series(1, ?) i RETURNING *
+    ), v AS (
+      INSERT INTO object_versions (object_id, version, tenant_id, type_id, public_id, operation, attributes, geom, workflow_state, created_at, updated_at, valid_from, tx_from, actor)
+      SELECT id, 1, tenant_id, type_id, public_id, 'created', attributes, geom, workflow_state, created_at, updated_at, valid_from, created_at, NULL FROM o
+    )
+    INSERT INTO counter_deltas (tenant_id, counter, bucket, delta)
+    SELECT ?, c, ?, (SELECT count(*) FROM o) FROM unnest(ARRAY['objects', 'object_changes']) c`, [tenant, typeId, n, tenant, typeId])
+}
+
+async function ogrinfo (c: Client, args: string[]): Promise<string> {
+  const { stdout } = await run('ogrinfo', args, {
+    env: { ...process.env, GDAL_HTTP_HEADERS: `Authorization: Bearer ${c.token}`, CPL_CURL_VERBOSE: 'NO', GDAL_HTTP_TIMEOUT: '30' },
+    maxBuffer: 64 * 1024 * 1024
+  })
+  return stdout
+}
+
+describe('GET /v1/layers/objects/stream (NDJSON)', () => {
+  const ctx = useOwnerSession({ tenantPrefix: 'lyrnd', type: true })
+  const N = 20_000
+  before(async () => {
+    await seed(ctx.s.db, ctx.tenant, ctx.typeId, N)
+    assert.equal((await ctx.owner.post('/v1/layers/definitions', { name: 'Big', slug: 'big', definition: { filters: { typeId: ctx.typeId } } })).status, 201)
+  })
+
+  it('streams one Feature per line for a large set', async () => {
+    const res = await fetch(`${ctx.s.base}/v1/layers/objects/stream?layer=big&fields=attributes.name`, { headers: { Authorization: `Bearer ${ctx.owner.token}` } })
+    assert.equal(res.status, 200)
+    assert.match(res.headers.get('content-type') ?? '', /^application\/x-ndjson/)
+    const text = await res.text()
+    const lines = text.split('\n')
+    assert.equal(lines.pop(), '')
+    assert.equal(lines.length, N)
+    const f = JSON.parse(lines[0])
+    assert.equal(f.type, 'Feature')
+    assert.equal(f.geometry.type, 'Point')
+    assert.deepEqual(Object.keys(f.properties.attributes), ['name'])
+    assert.equal(new Set(lines.map(l => JSON.parse(l).id)).size, N)
+  })
+
+  it('ends the query and frees its connection when the client goes away', async () => {
+    const pool = (ctx.s.db.client as { pool: { numUsed: () => number } }).pool
+    const abort = new AbortController()
+    const res = await fetch(`${ctx.s.base}/v1/layers/objects/stream?layer=big`, { headers: { Authorization: `Bearer ${ctx.owner.token}` }, signal: abort.signal })
+    const reader = res.body!.getReader()
+    const first = await reader.read()
+    assert.ok(first.value !== undefined && first.value.length > 0)
+    assert.ok(pool.numUsed() >= 1, 'the stream holds a connection while it runs')
+    abort.abort()
+    const deadline = Date.now() + 10_000
+    while (pool.numUsed() > 0 && Date.now() < deadline) await new Promise(resolve => setImmediate(resolve))
+    assert.equal(pool.numUsed(), 0, 'the connection went back to the pool')
+    const active = await ctx.s.db.raw(`SELECT count(*)::int AS n FROM pg_stat_activity
+      WHERE datname = current_database() AND state = 'active' AND pid <> pg_backend_pid() AND query LIKE '%''Feature''%'`)
+    assert.equal(active.rows[0].n, 0, 'no stream statement is still running')
+  })
+})
+
+describe('OGC API - Features', () => {
+  const ctx = useOwnerSession({ tenantPrefix: 'lyrogc', type: true })
+  before(async () => {
+    await seed(ctx.s.db, ctx.tenant, ctx.typeId, 25)
+    assert.equal((await ctx.owner.post('/v1/layers/definitions', { name: 'Sites', slug: 'sites', description: 'All sites', definition: { filters: { typeId: ctx.typeId }, fields: ['typeId', 'publicId', 'attributes.name', 'attributes.height'] } })).status, 201)
+  })
+
+  it('links service-desc, conformance and data from the landing page, every link with rel and type', async () => {
+    const r = await ctx.owner.get('/v1/layers/ogc')
+    assert.equal(r.status, 200, r.text)
+    const rels = Object.fromEntries(r.body.links.map((l: { rel: string, href: string }) => [l.rel, l.href]))
+    assert.equal(rels['service-desc'], `${ctx.s.base}/openapi/v1.json`)
+    assert.equal(rels.conformance, `${ctx.s.base}/v1/layers/ogc/conformance`)
+    assert.equal(rels.data, `${ctx.s.base}/v1/layers/ogc/collections`)
+    const conf = await ctx.owner.get('/v1/layers/ogc/conformance')
+    assert.ok(conf.body.conformsTo.includes('http://www.opengis.net/spec/ogcapi-features-1/1.0/conf/core'))
+    const cols = await ctx.owner.get('/v1/layers/ogc/collections')
+    assert.equal(cols.body.collections.length, 1)
+    const col = cols.body.collections[0]
+    assert.equal(col.id, 'sites')
+    assert.deepEqual(col.extent.spatial.bbox, [[-9.98, 40, -9.5, 40]])
+    for (const doc of [r.body, conf.body, cols.body, col]) {
+      for (const l of doc.links) assert.ok(typeof l.rel === 'string' && typeof l.type === 'string', JSON.stringify(l))
+    }
+  })
+
+  it('pages items with exact numberMatched and stable next/prev links; clamps limit; refuses unknown parameters', async () => {
+    const seen: string[] = []
+    let url: string | undefined = `/v1/layers/ogc/collections/sites/items?limit=10`
+    let pages = 0
+    while (url !== undefined) {
+      const r: { status: number, text: string, body: any } = await ctx.owner.get(url)
+      assert.equal(r.status, 200, r.text)
+      assert.equal(r.body.numberMatched, 25)
+      assert.equal(r.body.numberReturned, r.body.features.length)
+      assert.match(r.body.timeStamp, /Z$/)
+      seen.push(...r.body.features.map((f: { id: string }) => f.id))
+      if (pages > 0) assert.ok(r.body.links.some((l: { rel: string }) => l.rel === 'prev'))
+      const next = r.body.links.find((l: { rel: string }) => l.rel === 'next')
+      url = next === undefined ? undefined : next.href.slice(ctx.s.base.length)
+      pages++
+    }
+    assert.equal(pages, 3)
+    assert.equal(new Set(seen).size, 25)
+    const big = await ctx.owner.get('/v1/layers/ogc/collections/sites/items?limit=999999')
+    assert.equal(big.status, 200)
+    assert.equal(big.body.numberReturned, 25)
+    const unknown = await ctx.owner.get('/v1/layers/ogc/collections/sites/items?colour=red')
+    assert.equal(unknown.status, 400)
+    assert.equal(unknown.body.error.details.field, 'colour')
+    const bbox = await ctx.owner.get('/v1/layers/ogc/collections/sites/items?bbox=-10.01,39.99,-9.95,40.01')
+    assert.equal(bbox.body.numberMatched, 2)
+    const when = await ctx.owner.get(`/v1/layers/ogc/collections/sites/items?datetime=../2000-01-01T00:00:00Z`)
+    assert.equal(when.status, 200, when.text)
+    assert.equal(when.body.numberMatched, 0)
+    const one = await ctx.owner.get(`/v1/layers/ogc/collections/sites/items/${seen[0]}`)
+    assert.equal(one.status, 200, one.text)
+    assert.equal(one.body.id, seen[0])
+    assert.deepEqual(Object.keys(one.body.properties).sort(), ['attributes', 'publicId', 'typeId'])
+    assert.equal((await ctx.owner.get('/v1/layers/ogc/collections/sites/items/00000000-0000-4000-8000-000000000000')).status, 404)
+    assert.equal((await ctx.owner.get('/v1/layers/ogc/collections/nope/items')).status, 404)
+  })
+
+  it('answers SPEC\'s /v1/layers/ogc/features with links by offset', async () => {
+    const r = await ctx.owner.get('/v1/layers/ogc/features?layer=sites&limit=20')
+    assert.equal(r.status, 200, r.text)
+    const next = r.body.links.find((l: { rel: string }) => l.rel === 'next')
+    assert.equal(new URL(next.href).searchParams.get('offset'), '20')
+    const last = await ctx.owner.get(next.href.slice(ctx.s.base.length))
+    assert.equal(last.body.features.length, 5)
+    assert.equal(last.body.links.find((l: { rel: string }) => l.rel === 'next'), undefined)
+    assert.equal((await ctx.owner.get('/v1/layers/ogc/features')).status, 400)
+  })
+
+  it('declares limit with its maximum in the OpenAPI document', async () => {
+    const doc = (await ctx.owner.get('/openapi/v1.json')).body
+    const items = doc.paths['/v1/layers/ogc/collections/{collectionId}/items'].get
+    const limit = items.parameters.find((p: { name: string }) => p.name === 'limit')
+    assert.equal(limit.schema.maximum, 10000)
+    assert.equal(limit.in, 'query')
+  })
+
+  it('keeps tenants apart', async () => {
+    const other = ctx.s.as(newTenant('lyrogc2'), ['owner'])
+    assert.deepEqual((await other.get('/v1/layers/ogc/collections')).body.collections, [])
+    assert.equal((await other.get('/v1/layers/ogc/collections/sites/items')).status, 404)
+    assert.equal((await other.get('/v1/layers/objects/stream?layer=sites')).status, 404)
+    const nd = await other.get('/v1/layers/objects/stream')
+    assert.equal(nd.status, 200)
+    assert.equal(nd.text, '')
+  })
+})
+
+describe('GDAL reads the exports', () => {
+  const ctx = useOwnerSession({ tenantPrefix: 'lyrgdal', type: true })
+  before(async () => {
+    await seed(ctx.s.db, ctx.tenant, ctx.typeId, 30)
+    assert.equal((await ctx.owner.post('/v1/layers/definitions', { name: 'Sites', slug: 'sites', definition: { filters: { typeId: ctx.typeId } } })).status, 201)
+  })
+
+  it('opens the layer through OAPIF on the landing page', async () => {
+    const out = await ogrinfo(ctx.owner, ['-ro', '-al', '-oo', 'PAGE_SIZE=7', `OAPIF:${ctx.s.base}/v1/layers/ogc`])
+    assert.match(out, /Layer name: sites/)
+    assert.equal(out.match(/^OGRFeature\(sites\)/gm)?.length, 30)
+  })
+
+  it('opens the GeoJSON endpoint and the NDJSON stream (GeoJSONSeq)', async () => {
+    const gj = await ogrinfo(ctx.owner, ['-ro', '-so', '-al', `${ctx.s.base}/v1/layers/objects?layer=sites`])
+    assert.match(gj, /Feature Count: 30/)
+    const seq = await ogrinfo(ctx.owner, ['-ro', '-so', '-al', `GeoJSONSeq:/vsicurl_streaming/${ctx.s.base}/v1/layers/objects/stream?layer=sites`])
+    assert.match(seq, /Feature Count: 30/)
+  })
+
+  it('reads a saved MVT tile', async () => {
+    const res = await fetch(`${ctx.s.base}/v1/layers/tiles/sites/6/30/24.mvt`, { headers: { Authorization: `Bearer ${ctx.owner.token}` } })
+    assert.equal(res.status, 200)
+    const dir = await mkdtemp(join(tmpdir(), 'mvt-'))
+    try {
+      const file = join(dir, 'tile.pbf')
+      await writeFile(file, new Uint8Array(await res.arrayBuffer()))
+      const out = await ogrinfo(ctx.owner, ['-ro', '-al', '-oo', 'X=30', '-oo', 'Y=24', '-oo', 'Z=6', file])
+      assert.match(out, /Layer name: sites/)
+      assert.equal(out.match(/^OGRFeature\(sites\)/gm)?.length, 30)
+      assert.match(out, /attributes\.height \(Integer\)/)
+    } finally {
+      await rm(dir, { recursive: true, force: true })
+    }
+  })
+})

@@ -1,0 +1,45 @@
+import { describe, it, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import type { JobSender } from '../../lib/context.js'
+import * as layers from '../../lib/layers/index.js'
+import { newTenant, publishedType, serviceContext, startServer, type TestServer } from '../support/harness.js'
+
+describe('tiles.prerender', () => {
+  let s: TestServer
+  before(async () => { s = await startServer() })
+  after(() => s.close())
+
+  it('renders the low zooms over the layer\'s extent into the cache, under the keys requests use', async () => {
+    const tenant = newTenant('lyrpre')
+    const owner = s.as(tenant, ['owner'])
+    const typeId = await publishedType(owner)
+    assert.equal((await owner.post('/v1/objects', { typeId, geometry: { type: 'Point', coordinates: [13.4, 52.5] } })).status, 201)
+    const layer = (await owner.post('/v1/layers/definitions', { name: 'P', slug: 'pre', definition: { filters: { typeId } } })).body
+    const kept = new Map<string, Buffer>()
+    const inner = layers.memoryCache()
+    const cache: layers.RenderCache = { kind: 'memory', get: k => inner.get(k), async set (k, v, ttl) { kept.set(k, v); await inner.set(k, v, ttl) } }
+    const n = await layers.prerenderLayer(serviceContext(s.db, tenant, ['viewer']), cache, layer.id)
+    assert.equal(n, 1 + 1 + 1 + 1) // one tile per zoom 0..3 holds a single point
+    assert.equal(kept.size, 4)
+    assert.ok([...kept.values()].every(t => t.length > 0))
+    assert.ok([...kept.keys()].every(k => k.startsWith(`layers:${tenant}:`)))
+  })
+
+  it('queues one prerender per layer that may hold the changed object\'s type', async () => {
+    const tenant = newTenant('lyrpre2')
+    const owner = s.as(tenant, ['owner'])
+    const [t1, t2] = [await publishedType(owner), await publishedType(owner)]
+    const a = (await owner.post('/v1/layers/definitions', { name: 'A', slug: 'a', definition: { filters: { typeId: t1 } } })).body
+    const any = (await owner.post('/v1/layers/definitions', { name: 'Any', slug: 'any' })).body
+    assert.equal((await owner.post('/v1/layers/definitions', { name: 'B', slug: 'b', definition: { filters: { typeId: t2 } } })).status, 201)
+    const sent: Array<{ queue: string, payload: object, key?: string }> = []
+    const jobs: JobSender = { async send (queue, payload, opts) { sent.push({ queue, payload, key: opts.singletonKey }) } }
+    await layers.prerenderOnObjectEvents(s.db, jobs)({ tenant_id: tenant, type: 'object.updated', payload: { object: { typeId: t1 } } })
+    assert.deepEqual(sent.map(x => x.key).sort(), [`${tenant}:${a.id}`, `${tenant}:${any.id}`].sort())
+    assert.ok(sent.every(x => x.queue === 'tiles.prerender'))
+    sent.length = 0
+    await layers.prerenderOnObjectEvents(s.db, jobs)({ tenant_id: tenant, type: 'layer.updated', payload: { layer: { id: a.id } } })
+    await layers.prerenderOnObjectEvents(s.db, jobs)({ tenant_id: tenant, type: 'relation.created', payload: {} })
+    assert.deepEqual(sent.map(x => x.key), [`${tenant}:${a.id}`])
+  })
+})
