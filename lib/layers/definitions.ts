@@ -7,6 +7,7 @@ import { assertStorable } from '../storable.js'
 import { page, type Page } from '../schemas.js'
 import * as access from '../access/index.js'
 import { runWrite, type WriteScope } from '../pipeline.js'
+import * as counters from '../counters/index.js'
 import * as schema from './schema.js'
 import * as sql from './sql.js'
 import { layerFilter, parseFields } from './selection.js'
@@ -31,8 +32,12 @@ function validateDefinition (def: sql.LayerDefinition | undefined): void {
   parseFields(def.fields ?? [], i => `definition.fields[${i}]`)
 }
 
+const LIVE_DELTA = { created: 1, updated: 0, deleted: -1 } as const
+
+/** Audit, outbox and the live-layer count (license layer_count) of one change. */
 function record (w: WriteScope, type: 'created' | 'updated' | 'deleted', row: sql.LayerRow, dto: LayerDto): void {
   w.record({
+    counts: [{ counter: counters.LAYERS, delta: LIVE_DELTA[type] }],
     audit: { type: `layer.${type}`, resourceType: 'layer', resourceId: row.id, data: { slug: row.slug, version: row.version } },
     event: { type: `layer.${type}`, aggregateType: 'layer', aggregateId: row.id, payload: { layer: dto } }
   })

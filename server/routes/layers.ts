@@ -108,7 +108,7 @@ export const registerLayerRoutes: RouteRegistrar = (router, guards, deps) => {
   })
 
   defineRoute(router, guards, {
-    method: 'get', path: '/v1/layers/tiles/:layer.json', operationId: 'getLayerTileJson', tag: 'layers', auth: 'bearer',
+    method: 'get', path: '/v1/layers/tiles/:layer.json', operationId: 'getLayerTileJson', tag: 'layers', auth: 'bearer', feature: 'tiles',
     summary: 'TileJSON 3.0 of a layer: tiles URL, bounds, zooms and vector_layers with fields (add the layer to MapLibre or QGIS by this URL)',
     pathParams: { layer: { description: 'Layer slug', schema: { type: 'string', pattern: S.SLUG_PATTERN } } }, headers: IfNoneMatch,
     responses: { 200: { description: 'the TileJSON document', schema: S.TileJson, headers: CacheHeaders }, 304: NOT_MODIFIED }, errors: [404]
@@ -117,7 +117,7 @@ export const registerLayerRoutes: RouteRegistrar = (router, guards, deps) => {
   })
 
   defineRoute(router, guards, {
-    method: 'get', path: '/v1/layers/tiles/:layer/:z/:x/:y', operationId: 'getLayerTile', tag: 'layers', auth: 'bearer',
+    method: 'get', path: '/v1/layers/tiles/:layer/:z/:x/:y', operationId: 'getLayerTile', tag: 'layers', auth: 'bearer', feature: 'tiles',
     summary: 'A Mapbox Vector Tile of a layer (extent 4096, buffer 64; y may end in .mvt or .pbf); an empty tile is 200 with an empty body',
     description: 'Properties: id, typeId, publicId, workflowState and each selected attribute as attributes.<name> (objects and arrays as JSON text). ' +
       'The tile layer is named by the slug. z is 0..18; x and y 0..2^z-1 (400 otherwise).',

@@ -18,7 +18,7 @@ export const registerOgcRoutes: RouteRegistrar = (router, guards, deps) => {
   const cache = layers.createRenderCache(deps.redis)
 
   defineRoute(router, guards, {
-    method: 'get', path: '/v1/layers/ogc', operationId: 'ogcLandingPage', tag: 'ogc', auth: 'bearer',
+    method: 'get', path: '/v1/layers/ogc', operationId: 'ogcLandingPage', tag: 'ogc', auth: 'bearer', feature: 'ogc',
     summary: 'OGC API - Features landing page (links service-desc, conformance and data)', query: S.OgcSimpleQuery,
     responses: { 200: Doc }, errors: [400]
   }, async ctx => {
@@ -27,7 +27,7 @@ export const registerOgcRoutes: RouteRegistrar = (router, guards, deps) => {
   })
 
   defineRoute(router, guards, {
-    method: 'get', path: '/v1/layers/ogc/conformance', operationId: 'ogcConformance', tag: 'ogc', auth: 'bearer',
+    method: 'get', path: '/v1/layers/ogc/conformance', operationId: 'ogcConformance', tag: 'ogc', auth: 'bearer', feature: 'ogc',
     summary: 'OGC conformance classes: Core, GeoJSON, OpenAPI 3.0', query: S.OgcSimpleQuery, responses: { 200: Doc }, errors: [400]
   }, async ctx => {
     parseQuery(S.OgcSimpleQuery, ctx.query)
@@ -35,7 +35,7 @@ export const registerOgcRoutes: RouteRegistrar = (router, guards, deps) => {
   })
 
   defineRoute(router, guards, {
-    method: 'get', path: '/v1/layers/ogc/collections', operationId: 'ogcCollections', tag: 'ogc', auth: 'bearer',
+    method: 'get', path: '/v1/layers/ogc/collections', operationId: 'ogcCollections', tag: 'ogc', auth: 'bearer', feature: 'ogc',
     summary: 'One collection per layer, with its spatial and temporal extent', query: S.OgcSimpleQuery, responses: { 200: Doc }, errors: [400]
   }, async ctx => {
     parseQuery(S.OgcSimpleQuery, ctx.query)
@@ -43,7 +43,7 @@ export const registerOgcRoutes: RouteRegistrar = (router, guards, deps) => {
   })
 
   defineRoute(router, guards, {
-    method: 'get', path: '/v1/layers/ogc/collections/:collectionId', operationId: 'ogcCollection', tag: 'ogc', auth: 'bearer',
+    method: 'get', path: '/v1/layers/ogc/collections/:collectionId', operationId: 'ogcCollection', tag: 'ogc', auth: 'bearer', feature: 'ogc',
     summary: 'One collection (layer)', pathParams: collectionId, query: S.OgcSimpleQuery, responses: { 200: Doc }, errors: [400, 404]
   }, async ctx => {
     parseQuery(S.OgcSimpleQuery, ctx.query)
@@ -51,7 +51,7 @@ export const registerOgcRoutes: RouteRegistrar = (router, guards, deps) => {
   })
 
   defineRoute(router, guards, {
-    method: 'get', path: '/v1/layers/ogc/collections/:collectionId/items', operationId: 'ogcItems', tag: 'ogc', auth: 'bearer',
+    method: 'get', path: '/v1/layers/ogc/collections/:collectionId/items', operationId: 'ogcItems', tag: 'ogc', auth: 'bearer', feature: 'ogc',
     summary: 'Features of a collection: bbox, datetime (on updatedAt), limit (clamped to 10000), offset; next/prev links',
     pathParams: collectionId, query: S.OgcItemsQuery,
     responses: { 200: Items, 304: { description: 'Not modified' } }, errors: [400, 404]
@@ -61,7 +61,7 @@ export const registerOgcRoutes: RouteRegistrar = (router, guards, deps) => {
   })
 
   defineRoute(router, guards, {
-    method: 'get', path: '/v1/layers/ogc/collections/:collectionId/items/:featureId', operationId: 'ogcItem', tag: 'ogc', auth: 'bearer',
+    method: 'get', path: '/v1/layers/ogc/collections/:collectionId/items/:featureId', operationId: 'ogcItem', tag: 'ogc', auth: 'bearer', feature: 'ogc',
     summary: 'One feature of a collection', query: S.OgcSimpleQuery,
     pathParams: { ...collectionId, featureId: { description: 'Object id', schema: { type: 'string' } } },
     responses: { 200: { description: 'the feature', schema: { type: 'object' }, contentType: 'application/geo+json' } }, errors: [400, 404]
@@ -72,7 +72,7 @@ export const registerOgcRoutes: RouteRegistrar = (router, guards, deps) => {
   })
 
   defineRoute(router, guards, {
-    method: 'get', path: '/v1/layers/ogc/features', operationId: 'ogcFeatures', tag: 'ogc', auth: 'bearer',
+    method: 'get', path: '/v1/layers/ogc/features', operationId: 'ogcFeatures', tag: 'ogc', auth: 'bearer', feature: 'ogc',
     summary: 'A layer\'s features as an OGC FeatureCollection (SPEC): layer, limit, offset, bbox; links self and next',
     query: S.OgcFeaturesQuery, responses: { 200: Items, 304: { description: 'Not modified' } }, errors: [400, 404]
   }, async ctx => {
