@@ -72,7 +72,7 @@ export async function startWorker (env: Record<string, string> = {}): Promise<Wo
   child.stdout!.on('data', d => { out += String(d) })
   child.stderr!.on('data', d => { out += String(d) })
   const exit = once(child, 'exit')
-  await waitUntil(() => /worker started/.test(out) || child.exitCode !== null, 30_000, 'worker start')
+  await waitUntil(() => /worker started/.test(out) || child.exitCode !== null, 120_000, 'worker start')
   if (child.exitCode !== null) throw new Error(`worker exited: ${out}`)
   return {
     child,
