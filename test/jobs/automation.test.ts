@@ -3,7 +3,7 @@ import assert from 'node:assert/strict'
 import { createHmac, randomUUID } from 'node:crypto'
 import pg from 'pg'
 import { startServer, newTenant, publishedType, flushAudit, type TestServer, type Client } from '../support/harness.js'
-import { scratchDatabase, startReceiver, startWorker as startWorkerOn, waitUntil, type Receiver, type Reply, type WorkerProcess } from '../support/automation.js'
+import { scratchDatabase, startReceiver, startWorker as startWorkerOn, stopAllWorkers, waitUntil, type Receiver, type Reply, type WorkerProcess } from '../support/automation.js'
 import { MAX_CAUSATION_DEPTH } from '../../lib/automation/index.js'
 
 // The engine end to end: the real API (ingress and REST), two real worker processes
@@ -32,7 +32,7 @@ describe('automation engine with worker processes', { timeout: 900_000 }, () => 
     workers = await Promise.all([startWorker(), startWorker()])
   })
   after(async () => {
-    await Promise.all(workers.map(w => w.stop()))
+    await stopAllWorkers()
     for (const r of receivers) await r.close()
     await s?.close()
     await database?.drop()
