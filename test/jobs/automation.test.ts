@@ -3,7 +3,7 @@ import assert from 'node:assert/strict'
 import { createHmac, randomUUID } from 'node:crypto'
 import pg from 'pg'
 import { startServer, newTenant, publishedType, flushAudit, type TestServer, type Client } from '../support/harness.js'
-import { scratchDatabase, startReceiver, startWorker as startWorkerOn, waitUntil, type Receiver, type Reply, type WorkerProcess } from '../support/automation.js'
+import { scratchDatabase, startReceiver, startWorker as startWorkerOn, stopAllWorkers, waitUntil, type Receiver, type Reply, type WorkerProcess } from '../support/automation.js'
 import { MAX_CAUSATION_DEPTH } from '../../lib/automation/index.js'
 
 // The engine end to end: the real API (ingress and REST), two real worker processes
@@ -19,7 +19,7 @@ function reviewWorkflow () {
   }
 }
 
-describe('automation engine with worker processes', { timeout: 300_000 }, () => {
+describe('automation engine with worker processes', { timeout: 900_000 }, () => {
   let s: TestServer
   let workers: WorkerProcess[] = []
   const receivers: Receiver[] = []
@@ -32,7 +32,7 @@ describe('automation engine with worker processes', { timeout: 300_000 }, () => 
     workers = await Promise.all([startWorker(), startWorker()])
   })
   after(async () => {
-    await Promise.all(workers.map(w => w.stop()))
+    await stopAllWorkers()
     for (const r of receivers) await r.close()
     await s?.close()
     await database?.drop()
@@ -59,7 +59,7 @@ describe('automation engine with worker processes', { timeout: 300_000 }, () => 
     return r.body
   }
 
-  async function finishedRun (c: Client, ruleId: string, runId: string, ms = 20_000): Promise<Record<string, any>> {
+  async function finishedRun (c: Client, ruleId: string, runId: string, ms = 60_000): Promise<Record<string, any>> {
     return waitUntil(async () => {
       const r = await c.get(`/v1/automation/rules/${ruleId}/runs/${runId}`)
       return r.status === 200 && !['queued', 'running'].includes(r.body.status) ? r.body : null
@@ -135,7 +135,7 @@ describe('automation engine with worker processes', { timeout: 300_000 }, () => 
       }
     })
     const o = (await c.post('/v1/objects', { typeId, attributes: { name: 'Mast 7', height: 12.5 } })).body
-    await waitUntil(() => r.received.length >= 1, 20_000, 'the webhook call')
+    await waitUntil(() => r.received.length >= 1, 60_000, 'the webhook call')
     const got = r.received[0]
     assert.equal(got.url, `/hooks/${typeId}`)
     const body = JSON.parse(got.body.toString())
@@ -161,7 +161,7 @@ describe('automation engine with worker processes', { timeout: 300_000 }, () => 
     const r = await receiver({ status: 500 }, { status: 503 }, { status: 200, body: 'fine' })
     const rule = await activeRule(c, { trigger: { type: 'webhook', slug: 'retry' }, effect: { type: 'webhook', url: r.url, body: { a: 1 }, retry: { maxAttempts: 3, backoff: 'exponential' } } })
     const runId = await trigger('retry', rule.webhookToken, {})
-    const run = await finishedRun(c, rule.id, runId, 30_000)
+    const run = await finishedRun(c, rule.id, runId, 90_000)
     assert.equal(run.status, 'succeeded', JSON.stringify(run))
     assert.equal(run.attempts, 3)
     assert.equal(r.received.length, 3)
@@ -178,7 +178,7 @@ describe('automation engine with worker processes', { timeout: 300_000 }, () => 
     const { c } = await setup()
     const r = await receiver('hang')
     const rule = await activeRule(c, { trigger: { type: 'webhook', slug: 'slow' }, effect: { type: 'webhook', url: r.url, retry: { maxAttempts: 1 } } })
-    const run = await finishedRun(c, rule.id, await trigger('slow', rule.webhookToken, {}), 30_000)
+    const run = await finishedRun(c, rule.id, await trigger('slow', rule.webhookToken, {}), 90_000)
     assert.equal(run.status, 'failed')
     assert.equal(run.error.code, 'WEBHOOK_FAILED')
     assert.equal(run.attemptLog.length, 1)
@@ -218,7 +218,7 @@ describe('automation engine with worker processes', { timeout: 300_000 }, () => 
     const stopped = await waitUntil(async () => {
       const runs = (await c.get(`/v1/automation/rules/${rule.id}/runs?status=skipped`)).body.items
       return runs.find((x: { error: { code: string } | null }) => x.error?.code === 'CAUSATION_DEPTH')
-    }, 40_000, 'the stopped run')
+    }, 120_000, 'the stopped run')
     assert.match(stopped.error.message, /limit is 5/)
     await c.post('/v1/outbox/flush')
     const all = (await c.get(`/v1/automation/rules/${rule.id}/runs`)).body.items as Array<{ status: string }>
@@ -232,7 +232,7 @@ describe('automation engine with worker processes', { timeout: 300_000 }, () => 
     const r = await receiver()
     const rule = await activeRule(c, { trigger: { type: 'webhook', slug: 'many' }, effect: { type: 'webhook', url: r.url, body: { n: '{{payload.n}}' } } })
     const ids = await Promise.all(Array.from({ length: 30 }, (_, n) => trigger('many', rule.webhookToken, { n })))
-    await waitUntil(async () => (await c.get(`/v1/automation/rules/${rule.id}/runs?status=succeeded`)).body.pagination.total === 30, 40_000, '30 runs')
+    await waitUntil(async () => (await c.get(`/v1/automation/rules/${rule.id}/runs?status=succeeded`)).body.pagination.total === 30, 120_000, '30 runs')
     assert.equal(r.received.length, 30)
     assert.deepEqual(new Set(r.received.map(x => x.headers['idempotency-key'])), new Set(ids))
     assert.deepEqual(new Set(r.received.map(x => JSON.parse(x.body.toString()).n)).size, 30)
@@ -248,7 +248,7 @@ describe('automation engine with worker processes', { timeout: 300_000 }, () => 
     })
     const runId = await trigger('fails', failing.webhookToken, {})
     assert.equal((await finishedRun(c, failing.id, runId)).status, 'failed')
-    await waitUntil(() => dead.received.length >= 1, 20_000, 'the dead letter')
+    await waitUntil(() => dead.received.length >= 1, 60_000, 'the dead letter')
     const letter = JSON.parse(dead.received[0].body.toString())
     assert.equal(dead.received[0].url, '/dead-letters')
     assert.deepEqual([letter.rule, letter.run], [failing.id, runId])
@@ -270,12 +270,12 @@ describe('automation engine with worker processes', { timeout: 300_000 }, () => 
     const r = await receiver()
     const rule = await activeRule(c, { trigger: { type: 'schedule', cron: '*/5 * * * * *', timezone: 'Europe/Berlin' }, effect: { type: 'webhook', url: r.url, body: { at: '{{payload.scheduledAt}}' } } })
     const runsOf = async () => (await c.get(`/v1/automation/rules/${rule.id}/runs?limit=1000`)).body.items as Array<Record<string, any>>
-    await waitUntil(async () => new Set((await runsOf()).map(x => x.trigger.scheduledAt)).size >= 2, 120_000, 'two ticks')
+    await waitUntil(async () => new Set((await runsOf()).map(x => x.trigger.scheduledAt)).size >= 2, 360_000, 'two ticks')
     const schedules = await s.db.raw("SELECT key FROM pgboss.schedule WHERE name = 'automation.tick' AND key = ?", [rule.id])
     assert.equal(schedules.rows.length, 1, 'one schedule, keyed by the rule id')
     const d = await c.post(`/v1/automation/rules/${rule.id}/deactivate`)
     assert.equal(d.status, 200)
-    await waitUntil(async () => (await s.db.raw("SELECT count(*)::int AS n FROM pgboss.schedule WHERE name = 'automation.tick' AND key = ?", [rule.id])).rows[0].n === 0, 20_000, 'the schedule to go')
+    await waitUntil(async () => (await s.db.raw("SELECT count(*)::int AS n FROM pgboss.schedule WHERE name = 'automation.tick' AND key = ?", [rule.id])).rows[0].n === 0, 60_000, 'the schedule to go')
     const runs = await runsOf()
     const ticks = runs.map(x => x.trigger.tickId)
     assert.equal(new Set(ticks).size, ticks.length, 'one run per tick')
@@ -298,7 +298,7 @@ describe('automation engine with worker processes', { timeout: 300_000 }, () => 
       const lockerPid = (await locker.query('SELECT pg_backend_pid() AS pid')).rows[0].pid
       const victim = await startWorker()
       const runId = await trigger('kill', rule.webhookToken, { id: o.id })
-      await waitUntil(async () => (await s.db.raw('SELECT count(*)::int AS n FROM pg_stat_activity WHERE ? = ANY(pg_blocking_pids(pid))', [lockerPid])).rows[0].n > 0, 20_000, 'the run to block on the object')
+      await waitUntil(async () => (await s.db.raw('SELECT count(*)::int AS n FROM pg_stat_activity WHERE ? = ANY(pg_blocking_pids(pid))', [lockerPid])).rows[0].n > 0, 60_000, 'the run to block on the object')
       victim.child.kill('SIGKILL')
       await victim.stop()
       await locker.query('COMMIT')

@@ -62,6 +62,13 @@ export async function scratchDatabase (): Promise<{ url: string, drop: () => Pro
   return { url, drop: () => adminQuery(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`) }
 }
 
+const running = new Set<WorkerProcess>()
+
+/** Stops every worker this process started (an after() hook: none may outlive its test file). */
+export async function stopAllWorkers (): Promise<void> {
+  await Promise.all([...running].map(w => w.stop()))
+}
+
 export async function startWorker (env: Record<string, string> = {}): Promise<WorkerProcess> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'worker/main.ts'], {
     cwd: ROOT,
@@ -72,12 +79,11 @@ export async function startWorker (env: Record<string, string> = {}): Promise<Wo
   child.stdout!.on('data', d => { out += String(d) })
   child.stderr!.on('data', d => { out += String(d) })
   const exit = once(child, 'exit')
-  await waitUntil(() => /worker started/.test(out) || child.exitCode !== null, 30_000, 'worker start')
-  if (child.exitCode !== null) throw new Error(`worker exited: ${out}`)
-  return {
+  const w: WorkerProcess = {
     child,
     output: () => out,
     async stop () {
+      running.delete(w)
       if (child.exitCode !== null || child.signalCode !== null) return
       child.kill('SIGTERM')
       const timer = setTimeout(() => child.kill('SIGKILL'), 20_000)
@@ -85,6 +91,15 @@ export async function startWorker (env: Record<string, string> = {}): Promise<Wo
       clearTimeout(timer)
     }
   }
+  running.add(w)
+  try {
+    await waitUntil(() => /worker started/.test(out) || child.exitCode !== null, 120_000, 'worker start')
+  } catch (err) {
+    await w.stop()
+    throw err
+  }
+  if (child.exitCode !== null) throw new Error(`worker exited: ${out}`)
+  return w
 }
 
 /** Polls `check` until it holds (every 50 ms); fails after `ms` naming `what`. */
