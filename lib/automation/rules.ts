@@ -5,6 +5,7 @@ import { parse } from '../validation.js'
 import { page, type Page } from '../schemas.js'
 import * as access from '../access/index.js'
 import { runWrite, type Change } from '../pipeline.js'
+import * as counters from '../counters/index.js'
 import { AUTOMATION_SCHEDULE_SYNC } from '../../jobs/contracts.js'
 import * as schema from './schema.js'
 import * as sql from './sql.js'
@@ -58,7 +59,7 @@ export async function createRule (ctx: ServiceContext, body: unknown): Promise<R
     const secrets = missingSecrets(ctx.tenantId, row.id, content, row)
     if (Object.keys(secrets.row).length > 0) await sql.updateRule(w.tx, ctx.tenantId, row.id, secrets.row)
     await sql.insertVersion(w.tx, ctx.tenantId, row.id, 1, content, ctx.actor.sub)
-    w.record(audited('automation.rule.created', row.id, { name: content.name, trigger: content.trigger.type, effect: content.effect.type }))
+    w.record({ ...audited('automation.rule.created', row.id, { name: content.name, trigger: content.trigger.type, effect: content.effect.type }), counts: [{ counter: counters.AUTOMATION_RULES, delta: 1 }] })
     return { ...await reread(ctx, w.tx, row.id), ...secrets.shown }
   })
 }
@@ -133,7 +134,7 @@ export async function deleteRule (ctx: ServiceContext, id: string): Promise<void
     const r = mustFind(await sql.findRule(w.tx, ctx.tenantId, id, true), id)
     await sql.updateRule(w.tx, ctx.tenantId, id, { status: 'draft', live_version: null, live_slug: null, slug: null, token_hash: null, deleted_at: w.tx.raw('now()') })
     await syncSchedule(ctx, w.tx, id, r.live_content)
-    w.record(audited('automation.rule.deleted', id, {}))
+    w.record({ ...audited('automation.rule.deleted', id, {}), counts: [{ counter: counters.AUTOMATION_RULES, delta: -1 }] })
   })
 }
 
