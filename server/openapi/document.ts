@@ -25,6 +25,7 @@ export const TAG_DESCRIPTIONS: Record<string, string> = {
   license: 'License status, installation and usage',
   objects: 'Spatial objects: create, read (also as of a past time), update with optimistic locking, delete, history',
   'object-types': 'Object types: attribute schema, geometry rules, validation rules, workflow; draft -> sandbox -> published',
+  ogc: 'OGC API - Features (Part 1: Core, GeoJSON, OpenAPI 3.0) over the tenant\'s layers, one collection per layer, for QGIS, GDAL and other OGC clients',
   outbox: 'Domain events queued in the outbox',
   permissions: 'The tenant permission policy',
   platform: 'Health, metrics, the contract documents and the caller\'s identity',

@@ -26,7 +26,7 @@ export interface RouteSpec {
   path: string
   operationId: string
   summary: string
-  description?: string
+  description: string
   tag: string
   auth: AuthKind
   /** Exempt from rate limiting (health, metrics). */

@@ -14,6 +14,7 @@ export const registerAutomationRoutes: RouteRegistrar = (router, guards, deps) =
   defineRoute(router, guards, {
     method: 'get', path: '/v1/automation/rules', operationId: 'listAutomationRules', tag: 'automation', auth: 'bearer', feature: 'automation',
     summary: 'List automation rules (each shown at its latest version)', query: S.ListRulesQuery,
+    description: 'Needs automationRules:read. The pagination envelope over the tenant\'s rules, oldest first; status filters by draft, sandbox or active. Deleted rules are not listed.',
     responses: { 200: { description: 'a page of rules', schema: S.RuleList } }, errors: [400]
   }, async ctx => {
     ctx.body = await automation.listRules(service(ctx), parseQuery(S.ListRulesQuery, ctx.query))
@@ -22,6 +23,7 @@ export const registerAutomationRoutes: RouteRegistrar = (router, guards, deps) =
   defineRoute(router, guards, {
     method: 'post', path: '/v1/automation/rules', operationId: 'createAutomationRule', tag: 'automation', auth: 'bearer', feature: 'automation',
     summary: 'Create a rule (version 1, draft); answers webhookToken / signingSecret once when the rule needs them', body: S.CreateRuleBody,
+    description: 'Needs automationRules:write; counts against automation_rule_count. The trigger, match, condition, effect and templates are checked (400 naming the field; a workflow.transition or object.update effect needs effect.objectId unless the trigger is object.event). A webhook slug already used by another rule of the tenant gives 409 CONFLICT; webhookToken and signingSecret appear in this answer only.',
     responses: { 201: { description: 'created', schema: S.RuleBody } }, errors: [400, 409]
   }, async ctx => {
     const r = await automation.createRule(service(ctx), ctx.request.body)
@@ -33,6 +35,7 @@ export const registerAutomationRoutes: RouteRegistrar = (router, guards, deps) =
   defineRoute(router, guards, {
     method: 'get', path: '/v1/automation/rules/:id', operationId: 'getAutomationRule', tag: 'automation', auth: 'bearer', feature: 'automation',
     summary: 'Read a rule', pathParams: idParam,
+    description: 'Needs automationRules:read. The rule at its latest version, with status, trigger, match, condition and effect; secrets are never shown. 404 when the rule does not exist or was deleted.',
     responses: { 200: { description: 'the rule', schema: S.RuleBody } }, errors: [404]
   }, async ctx => {
     ctx.body = await automation.getRule(service(ctx), ctx.params.id)
@@ -41,6 +44,7 @@ export const registerAutomationRoutes: RouteRegistrar = (router, guards, deps) =
   defineRoute(router, guards, {
     method: 'patch', path: '/v1/automation/rules/:id', operationId: 'patchAutomationRule', tag: 'automation', auth: 'bearer', feature: 'automation',
     summary: 'Edit a rule: a draft in place; a sandbox or active rule gets a new draft version that goes live on the next publish',
+    description: 'Needs automationRules:write. The fields given replace those of the latest version (null clears description, match or condition) and the result is checked like a create (400). A live rule keeps running its live version until the next publish; a slug taken by another rule gives 409 CONFLICT, and a newly needed webhookToken or signingSecret is shown in this answer only.',
     pathParams: idParam, body: S.PatchRuleBody,
     responses: { 200: { description: 'updated', schema: S.RuleBody } }, errors: [400, 404, 409]
   }, async ctx => {
@@ -50,6 +54,7 @@ export const registerAutomationRoutes: RouteRegistrar = (router, guards, deps) =
   defineRoute(router, guards, {
     method: 'delete', path: '/v1/automation/rules/:id', operationId: 'deleteAutomationRule', tag: 'automation', auth: 'bearer', feature: 'automation',
     summary: 'Delete a rule: it stops running, its schedule is removed, its runs stay readable', pathParams: idParam,
+    description: 'Needs automationRules:write; frees one automation_rule_count. The rule stops running at once, its schedule is dropped and its webhook slug and token are released; afterwards the rule reads as 404, while each of its runs stays readable by its id.',
     responses: { 204: { description: 'deleted' } }, errors: [404]
   }, async ctx => {
     await automation.deleteRule(service(ctx), ctx.params.id)
@@ -59,6 +64,7 @@ export const registerAutomationRoutes: RouteRegistrar = (router, guards, deps) =
   defineRoute(router, guards, {
     method: 'post', path: '/v1/automation/rules/:id/publish', operationId: 'publishAutomationRule', tag: 'automation', auth: 'bearer', feature: 'automation',
     summary: 'Make the latest version live: {"to": "sandbox"} records dry runs, {"to": "active"} (default) applies effects',
+    description: 'Needs automationRules:publish. sandbox records each run as dry_run without applying the effect; active applies it. Publishing moves forward only (draft -> sandbox -> active) or makes a newer version live: anything else gives 409 INVALID_TRANSITION.',
     pathParams: idParam, body: S.PublishRuleBody, bodyRequired: false,
     responses: { 200: { description: 'published', schema: S.RuleBody } }, errors: [404, 409]
   }, async ctx => {
@@ -68,6 +74,7 @@ export const registerAutomationRoutes: RouteRegistrar = (router, guards, deps) =
   defineRoute(router, guards, {
     method: 'post', path: '/v1/automation/rules/:id/deactivate', operationId: 'deactivateAutomationRule', tag: 'automation', auth: 'bearer', feature: 'automation',
     summary: 'Return a rule to draft (it stops running)', pathParams: idParam,
+    description: 'Needs automationRules:publish. The rule becomes a draft again: it no longer runs, its webhook slug stops accepting calls (404) and its schedule is dropped. A rule that is already a draft gives 409 INVALID_TRANSITION.',
     responses: { 200: { description: 'deactivated', schema: S.RuleBody } }, errors: [404, 409]
   }, async ctx => {
     ctx.body = await automation.deactivateRule(service(ctx), ctx.params.id)
@@ -76,6 +83,7 @@ export const registerAutomationRoutes: RouteRegistrar = (router, guards, deps) =
   defineRoute(router, guards, {
     method: 'post', path: '/v1/automation/rules/:id/rotate-token', operationId: 'rotateAutomationRuleToken', tag: 'automation', auth: 'bearer', feature: 'automation',
     summary: 'Issue a new webhookToken and signingSecret (shown once); the old ones stop working', pathParams: idParam,
+    description: 'Needs automationRules:write. Answers {id, webhookToken?, signingSecret?}: a new token when the rule has a webhook trigger, a new signing secret when it has a webhook effect, each shown only here. A rule with neither gives 400.',
     responses: { 200: { description: 'the new secrets', schema: S.RotateTokenBody } }, errors: [400, 404]
   }, async ctx => {
     ctx.body = await automation.rotateSecrets(service(ctx), ctx.params.id)
@@ -84,6 +92,7 @@ export const registerAutomationRoutes: RouteRegistrar = (router, guards, deps) =
   defineRoute(router, guards, {
     method: 'get', path: '/v1/automation/rules/:id/runs', operationId: 'listAutomationRuns', tag: 'automation', auth: 'bearer', feature: 'automation',
     summary: 'Recent runs of a rule, newest first', pathParams: idParam, query: S.ListRunsQuery,
+    description: 'Needs automationRules:read. The pagination envelope over the rule\'s runs, newest queued first, filtered by status and by from/to on the time queued. Skipped runs are listed too (matched or conditionResult false). 404 when the rule does not exist or was deleted.',
     responses: { 200: { description: 'a page of runs', schema: S.RunList } }, errors: [400, 404]
   }, async ctx => {
     ctx.body = await automation.listRuns(service(ctx), ctx.params.id, parseQuery(S.ListRunsQuery, ctx.query))
@@ -92,6 +101,7 @@ export const registerAutomationRoutes: RouteRegistrar = (router, guards, deps) =
   defineRoute(router, guards, {
     method: 'get', path: '/v1/automation/rules/:ruleId/runs/:runId', operationId: 'getAutomationRun', tag: 'automation', auth: 'bearer', feature: 'automation',
     summary: 'One run with its input, steps, request (secrets redacted), response and attempt log', pathParams: runParams,
+    description: 'Needs automationRules:read. The run as listed plus input, steps (match, condition, effect with ok, detail and duration), the outgoing request with secrets redacted, the response (body cut at 64 KiB) and the attempt log. 404 when no run of this rule has the id.',
     responses: { 200: { description: 'the run', schema: S.RunDetailBody } }, errors: [404]
   }, async ctx => {
     ctx.body = await automation.getRun(service(ctx), ctx.params.ruleId, ctx.params.runId)
@@ -100,6 +110,7 @@ export const registerAutomationRoutes: RouteRegistrar = (router, guards, deps) =
   defineRoute(router, guards, {
     method: 'post', path: '/v1/automation/rules/:ruleId/runs/:runId/replay', operationId: 'replayAutomationRun', tag: 'automation', auth: 'bearer', feature: 'automation',
     summary: 'Replay a failed run: a new run of the live version on the same input, linked by replayOf', pathParams: runParams,
+    description: 'Needs automationRules:execute. Only a failed run can be replayed and only while the rule is sandbox or active (409 INVALID_TRANSITION otherwise); the old run is left as it was. The new run is queued for the worker and answered at once.',
     responses: { 202: { description: 'the new run (queued)', schema: S.RunBody } }, errors: [404, 409]
   }, async ctx => {
     ctx.status = 202
@@ -109,6 +120,7 @@ export const registerAutomationRoutes: RouteRegistrar = (router, guards, deps) =
   defineRoute(router, guards, {
     method: 'get', path: '/v1/schema-registry/automation-rules/:id', operationId: 'automationRuleSchemaVersions', tag: 'schema-registry', auth: 'bearer', feature: 'automation',
     summary: 'Every version of an automation rule with its status and definition', pathParams: idParam,
+    description: 'Needs automationRules:read. Every stored version of the rule, oldest first, each with its status, its definition, who created it and when it went to sandbox or was published. 404 when the rule does not exist or was deleted.',
     responses: { 200: { description: 'versions', schema: SchemaRegistryBody } }, errors: [404]
   }, async ctx => {
     ctx.body = await automation.ruleRegistry(service(ctx), ctx.params.id)
@@ -133,6 +145,7 @@ export const registerAutomationRoutes: RouteRegistrar = (router, guards, deps) =
   defineRoute(router, guards, {
     method: 'post', path: '/v1/outbox/flush', operationId: 'flushOutbox', tag: 'automation', auth: 'bearer', feature: 'automation',
     summary: "Deliver the caller's tenant's pending domain events now (automation runs are queued as usual)",
+    description: 'Needs automationRules:execute. Delivers the pending outbox events of the caller\'s tenant in batches until none is left or a batch delivers nothing, and answers the counts {delivered, failed, pending}. Rules triggered by these events get queued runs, executed by the worker as usual.',
     responses: { 200: { description: 'what was delivered', schema: S.FlushBody } }, errors: [403]
   }, async ctx => {
     ctx.body = await automation.flushOutbox(service(ctx))

@@ -51,6 +51,7 @@ export const registerLayerRoutes: RouteRegistrar = (router, guards, deps) => {
   defineRoute(router, guards, {
     method: 'get', path: '/v1/layers/definitions', operationId: 'listLayers', tag: 'layers', auth: 'bearer',
     summary: 'List layer definitions (oldest first)', query: S.ListLayersQuery,
+    description: 'Needs layers:read. The pagination envelope over the tenant\'s layer definitions, oldest first, each with its definition and effective cacheTtlSeconds.',
     responses: { 200: { description: 'a page of layers', schema: S.LayerList } }, errors: [400]
   }, async ctx => {
     ctx.body = await layers.listLayers(service(ctx), ctx.query)
@@ -59,6 +60,7 @@ export const registerLayerRoutes: RouteRegistrar = (router, guards, deps) => {
   defineRoute(router, guards, {
     method: 'get', path: '/v1/layers/definitions/:idOrSlug', operationId: 'getLayer', tag: 'layers', auth: 'bearer',
     summary: 'Read a layer definition by id or slug', pathParams: layerKey,
+    description: 'Needs layers:read. A UUID is looked up as the layer id, anything else as its slug. 404 when no layer of the tenant matches.',
     responses: { 200: { description: 'the layer', schema: S.LayerBody } }, errors: [404]
   }, async ctx => {
     ctx.body = await layers.getLayer(service(ctx), ctx.params.idOrSlug)
@@ -67,6 +69,7 @@ export const registerLayerRoutes: RouteRegistrar = (router, guards, deps) => {
   defineRoute(router, guards, {
     method: 'patch', path: '/v1/layers/definitions/:idOrSlug', operationId: 'patchLayer', tag: 'layers', auth: 'bearer',
     summary: 'Change a layer definition (fields given replace; version +1; every cached rendering of the layer is invalidated)',
+    description: 'Needs layers:write. Takes at least one of name, slug, description, definition, cacheTtlSeconds; a bad filter is a 400 naming its path. 409 CONFLICT when the new slug is taken by another layer.',
     pathParams: layerKey, body: S.PatchLayerBody,
     responses: { 200: { description: 'updated', schema: S.LayerBody } }, errors: [404, 409]
   }, async ctx => {
@@ -75,7 +78,9 @@ export const registerLayerRoutes: RouteRegistrar = (router, guards, deps) => {
 
   defineRoute(router, guards, {
     method: 'delete', path: '/v1/layers/definitions/:idOrSlug', operationId: 'deleteLayer', tag: 'layers', auth: 'bearer',
-    summary: 'Delete a layer definition', pathParams: layerKey, responses: { 204: { description: 'deleted' } }, errors: [404]
+    summary: 'Delete a layer definition',
+    description: 'Needs layers:write; frees one layer_count. The definition is removed for good (no soft delete): its tiles, exports and OGC collection answer 404 afterwards. The objects it selected are not touched.',
+    pathParams: layerKey, responses: { 204: { description: 'deleted' } }, errors: [404]
   }, async ctx => {
     await layers.deleteLayer(service(ctx), ctx.params.idOrSlug)
     ctx.status = 204
@@ -95,6 +100,7 @@ export const registerLayerRoutes: RouteRegistrar = (router, guards, deps) => {
   defineRoute(router, guards, {
     method: 'get', path: '/v1/layers/objects/stream', operationId: 'streamLayerNdjson', tag: 'layers', auth: 'bearer',
     summary: 'The whole selection as NDJSON: one GeoJSON Feature per line, streamed from a database cursor (no limit; order unspecified)',
+    description: 'Needs objects:read. Takes layer, typeId, bbox, fields and asOf like the GeoJSON export but no limit or offset: every selected Feature is streamed from a database cursor in constant memory. Unknown layer 404, bad bbox or fields 400; ETag and If-None-Match (304) work as for the other exports.',
     query: S.StreamQuery, headers: IfNoneMatch,
     responses: { 200: { description: 'one Feature per line', contentType: 'application/x-ndjson', schema: { type: 'string' }, headers: CacheHeaders }, 304: NOT_MODIFIED },
     errors: [400, 404]
@@ -110,6 +116,7 @@ export const registerLayerRoutes: RouteRegistrar = (router, guards, deps) => {
   defineRoute(router, guards, {
     method: 'get', path: '/v1/layers/tiles/:layer.json', operationId: 'getLayerTileJson', tag: 'layers', auth: 'bearer', feature: 'tiles',
     summary: 'TileJSON 3.0 of a layer: tiles URL, bounds, zooms and vector_layers with fields (add the layer to MapLibre or QGIS by this URL)',
+    description: 'Needs objects:read; off (403 FEATURE_DISABLED) when the license switches tiles off. The tiles URL is absolute (the origin the request used); bounds are the extent of the selected objects, zooms 0..18, and vector_layers lists the tile properties with their types. Unknown slug 404; cached like the exports (ETag, If-None-Match -> 304).',
     pathParams: { layer: { description: 'Layer slug', schema: { type: 'string', pattern: S.SLUG_PATTERN } } }, headers: IfNoneMatch,
     responses: { 200: { description: 'the TileJSON document', schema: S.TileJson, headers: CacheHeaders }, 304: NOT_MODIFIED }, errors: [404]
   }, async ctx => {

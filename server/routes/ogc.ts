@@ -20,6 +20,7 @@ export const registerOgcRoutes: RouteRegistrar = (router, guards, deps) => {
   defineRoute(router, guards, {
     method: 'get', path: '/v1/layers/ogc', operationId: 'ogcLandingPage', tag: 'ogc', auth: 'bearer', feature: 'ogc',
     summary: 'OGC API - Features landing page (links service-desc, conformance and data)', query: S.OgcSimpleQuery,
+    description: 'Needs objects:read; off (403 FEATURE_DISABLED) when the license switches ogc off. Links are absolute: this document, the OpenAPI document (service-desc), the conformance classes and the collections (data). The only query parameter accepted is f (json or geojson); any other gives 400.',
     responses: { 200: Doc }, errors: [400]
   }, async ctx => {
     parseQuery(S.OgcSimpleQuery, ctx.query)
@@ -28,7 +29,9 @@ export const registerOgcRoutes: RouteRegistrar = (router, guards, deps) => {
 
   defineRoute(router, guards, {
     method: 'get', path: '/v1/layers/ogc/conformance', operationId: 'ogcConformance', tag: 'ogc', auth: 'bearer', feature: 'ogc',
-    summary: 'OGC conformance classes: Core, GeoJSON, OpenAPI 3.0', query: S.OgcSimpleQuery, responses: { 200: Doc }, errors: [400]
+    summary: 'OGC conformance classes: Core, GeoJSON, OpenAPI 3.0',
+    description: 'Needs objects:read; behind the ogc license switch. conformsTo lists the OGC API - Features Part 1 classes Core, GeoJSON and OpenAPI 3.0. An unknown query parameter gives 400.',
+    query: S.OgcSimpleQuery, responses: { 200: Doc }, errors: [400]
   }, async ctx => {
     parseQuery(S.OgcSimpleQuery, ctx.query)
     ctx.body = await ogc.conformance(service(ctx), originOf(ctx))
@@ -36,7 +39,9 @@ export const registerOgcRoutes: RouteRegistrar = (router, guards, deps) => {
 
   defineRoute(router, guards, {
     method: 'get', path: '/v1/layers/ogc/collections', operationId: 'ogcCollections', tag: 'ogc', auth: 'bearer', feature: 'ogc',
-    summary: 'One collection per layer, with its spatial and temporal extent', query: S.OgcSimpleQuery, responses: { 200: Doc }, errors: [400]
+    summary: 'One collection per layer, with its spatial and temporal extent',
+    description: 'Needs objects:read; behind the ogc license switch. Each of the tenant\'s layers (up to 1,000, oldest first) as a collection whose id is the layer slug, with the bbox of its objects (CRS84), the updatedAt interval and links to itself and its items. An unknown query parameter gives 400.',
+    query: S.OgcSimpleQuery, responses: { 200: Doc }, errors: [400]
   }, async ctx => {
     parseQuery(S.OgcSimpleQuery, ctx.query)
     ctx.body = await ogc.collections(service(ctx), originOf(ctx))
@@ -44,7 +49,9 @@ export const registerOgcRoutes: RouteRegistrar = (router, guards, deps) => {
 
   defineRoute(router, guards, {
     method: 'get', path: '/v1/layers/ogc/collections/:collectionId', operationId: 'ogcCollection', tag: 'ogc', auth: 'bearer', feature: 'ogc',
-    summary: 'One collection (layer)', pathParams: collectionId, query: S.OgcSimpleQuery, responses: { 200: Doc }, errors: [400, 404]
+    summary: 'One collection (layer)',
+    description: 'Needs objects:read; behind the ogc license switch. The layer with this slug described as in the collections list: title, extent and links to its items. 404 when no layer has the slug; an unknown query parameter gives 400.',
+    pathParams: collectionId, query: S.OgcSimpleQuery, responses: { 200: Doc }, errors: [400, 404]
   }, async ctx => {
     parseQuery(S.OgcSimpleQuery, ctx.query)
     ctx.body = await ogc.collection(service(ctx), originOf(ctx), ctx.params.collectionId)
@@ -53,6 +60,7 @@ export const registerOgcRoutes: RouteRegistrar = (router, guards, deps) => {
   defineRoute(router, guards, {
     method: 'get', path: '/v1/layers/ogc/collections/:collectionId/items', operationId: 'ogcItems', tag: 'ogc', auth: 'bearer', feature: 'ogc',
     summary: 'Features of a collection: bbox, datetime (on updatedAt), limit (clamped to 10000), offset; next/prev links',
+    description: 'Needs objects:read; behind the ogc license switch. A GeoJSON FeatureCollection with exact numberMatched, numberReturned, timeStamp and links self, next (while more remain), prev and collection. A limit above 10,000 is clamped, a malformed one or an unknown parameter is 400; unknown collection 404; ETag and If-None-Match (304) as for the exports.',
     pathParams: collectionId, query: S.OgcItemsQuery,
     responses: { 200: Items, 304: { description: 'Not modified' } }, errors: [400, 404]
   }, async ctx => {
@@ -63,6 +71,7 @@ export const registerOgcRoutes: RouteRegistrar = (router, guards, deps) => {
   defineRoute(router, guards, {
     method: 'get', path: '/v1/layers/ogc/collections/:collectionId/items/:featureId', operationId: 'ogcItem', tag: 'ogc', auth: 'bearer', feature: 'ogc',
     summary: 'One feature of a collection', query: S.OgcSimpleQuery,
+    description: 'Needs objects:read; behind the ogc license switch. The object as a GeoJSON Feature with the layer\'s fields and links self and collection. 404 when the collection is unknown or the layer does not select an object with this id.',
     pathParams: { ...collectionId, featureId: { description: 'Object id', schema: { type: 'string' } } },
     responses: { 200: { description: 'the feature', schema: { type: 'object' }, contentType: 'application/geo+json' } }, errors: [400, 404]
   }, async ctx => {
@@ -74,6 +83,7 @@ export const registerOgcRoutes: RouteRegistrar = (router, guards, deps) => {
   defineRoute(router, guards, {
     method: 'get', path: '/v1/layers/ogc/features', operationId: 'ogcFeatures', tag: 'ogc', auth: 'bearer', feature: 'ogc',
     summary: 'A layer\'s features as an OGC FeatureCollection (SPEC): layer, limit, offset, bbox; links self and next',
+    description: 'Needs objects:read; behind the ogc license switch. The layer parameter (a slug) is required (400 without it, 404 when unknown); limit defaults to 100 and is clamped to 10,000. Answers like the items of a collection, with numberMatched, numberReturned, timeStamp and links self, next and prev.',
     query: S.OgcFeaturesQuery, responses: { 200: Items, 304: { description: 'Not modified' } }, errors: [400, 404]
   }, async ctx => {
     const layer = typeof ctx.query.layer === 'string' ? ctx.query.layer : ''
