@@ -1,16 +1,18 @@
 import { fromKnex, type PgBoss } from 'pg-boss'
 import type { Knex } from 'knex'
 import type { JobSender } from '../lib/context.js'
-import { QUEUES } from './contracts.js'
+import { QUEUES, type QueueContract } from './contracts.js'
 
 /**
  * Creates every queue of the contract (idempotent: createQueue twice is fine) and applies the
  * contract's options to queues that already exist, so a changed option takes effect on deploy.
+ * The policy is fixed at creation (pg-boss refuses to change it), so it is not re-applied.
  */
 export async function createQueues (boss: PgBoss): Promise<void> {
   for (const q of QUEUES) {
     await boss.createQueue(q.name, { ...q.options })
-    await boss.updateQueue(q.name, { ...q.options })
+    const { policy: _fixedAtCreation, ...changeable } = q.options as QueueContract['options']
+    await boss.updateQueue(q.name, changeable)
   }
 }
 
