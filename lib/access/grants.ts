@@ -59,13 +59,17 @@ export function computePermissions (roles: readonly string[], scope: string | nu
 
 const memo = new Map<string, Permissions>()
 
-/** computePermissions for the built-in grants, memoised by (roles, scope); the result is frozen. */
-export function permissionsFor (roles: readonly string[], scope: string | null): Permissions {
-  const key = `${roles.join('\u0000')}|${scope ?? '\u0000'}`
+/**
+ * computePermissions memoised by (policy, roles, scope); the result is frozen. `policy` is a
+ * tenant policy with a key that changes whenever its grants do (tenant and version); without it
+ * the built-in grants apply.
+ */
+export function permissionsFor (roles: readonly string[], scope: string | null, policy?: { key: string, roles: Record<string, RoleGrants> }): Permissions {
+  const key = `${policy?.key ?? ''}|${roles.join('\u0000')}|${scope ?? '\u0000'}`
   let p = memo.get(key)
   if (p === undefined) {
-    p = Object.freeze(computePermissions(roles, scope))
-    if (memo.size >= 1000) memo.clear()
+    p = Object.freeze(computePermissions(roles, scope, policy?.roles))
+    if (memo.size >= 5000) memo.clear()
     memo.set(key, p)
   }
   return p

@@ -17,8 +17,6 @@ function policyOf (db: Db, tenantId: string): Promise<sql.PolicyRow> {
   return cache.get(db, tenantId, () => sql.findPolicy(db, tenantId))
 }
 
-const memo = new Map<string, access.Permissions>()
-
 /**
  * Effective permissions of a caller: the tenant policy's grants (built-in defaults for roles it
  * does not name), narrowed by the token's scope. What the API and the worker put in every
@@ -26,15 +24,7 @@ const memo = new Map<string, access.Permissions>()
  */
 export async function permissionsFor (db: Db, tenantId: string, roles: readonly string[], scope: string | null): Promise<access.Permissions> {
   const policy = await policyOf(db, tenantId)
-  if (policy.version === 0) return access.permissionsFor(roles, scope)
-  const key = `${tenantId}|${policy.version}|${roles.join('\u0000')}|${scope ?? '\u0000'}`
-  let p = memo.get(key)
-  if (p === undefined) {
-    p = Object.freeze(access.computePermissions(roles, scope, policy.roles))
-    if (memo.size >= 5000) memo.clear()
-    memo.set(key, p)
-  }
-  return p
+  return access.permissionsFor(roles, scope, policy.version === 0 ? undefined : { key: `${tenantId}|${policy.version}`, roles: policy.roles })
 }
 
 interface PolicyDto { roles: Roles, version: number, updatedAt: string | null }
