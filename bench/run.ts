@@ -69,16 +69,20 @@ try {
   await waitReady(baseUrl)
   const tokenFor = (tenant: string) => jwt.sign({ sub: 'bench', tenant, roles: ['owner'] }, SECRET, { algorithm: 'HS256' })
   console.log(`bench: ${ROUNDS} alternating rounds each, medians; ratio = candidate / baseline (higher is better for ops/s)`)
-  const core = await benchCore({ db, databaseUrl: DATABASE_URL, baseUrl, tokenFor, rounds: ROUNDS }, line => console.log(line))
-  for (const line of table(core.figures)) console.log(line)
-  if (process.env.BENCH_ONLY !== 'core') {
-    for (const line of await benchObjects({ db, databaseUrl: DATABASE_URL, baseUrl, tokenFor, rounds: ROUNDS })) console.log(line)
-    await benchQueries(db, line => console.log(line))
-    await benchAutomation({ db, databaseUrl: DATABASE_URL, baseUrl, tokenFor, env, rounds: ROUNDS }, line => console.log(line))
-    await benchLicense(db, DATABASE_URL, ROUNDS, line => console.log(line))
-    for (const line of await benchGraphql({ db, databaseUrl: DATABASE_URL, baseUrl, tokenFor, rounds: ROUNDS })) console.log(line)
-    for (const line of await benchLayers({ db, databaseUrl: DATABASE_URL, baseUrl, tokenFor, rounds: ROUNDS, apiPid: api.pid ?? 0 })) console.log(line)
+  // BENCH_ONLY=core,layers,... runs only the named sections (all when unset).
+  const only = new Set((process.env.BENCH_ONLY ?? '').split(',').map(s => s.trim()).filter(Boolean))
+  const wants = (section: string): boolean => only.size === 0 || only.has(section)
+  const ctx = { db, databaseUrl: DATABASE_URL, baseUrl, tokenFor, rounds: ROUNDS }
+  if (wants('core')) {
+    const core = await benchCore(ctx, line => console.log(line))
+    for (const line of table(core.figures)) console.log(line)
   }
+  if (wants('objects')) for (const line of await benchObjects(ctx)) console.log(line)
+  if (wants('queries')) await benchQueries(db, line => console.log(line))
+  if (wants('automation')) await benchAutomation({ ...ctx, env }, line => console.log(line))
+  if (wants('license')) await benchLicense(db, DATABASE_URL, ROUNDS, line => console.log(line))
+  if (wants('graphql')) for (const line of await benchGraphql(ctx)) console.log(line)
+  if (wants('layers')) for (const line of await benchLayers({ ...ctx, apiPid: api.pid ?? 0 })) console.log(line)
 } finally {
   api.kill('SIGTERM')
   await db.destroy()
