@@ -25,7 +25,12 @@ export async function sequencePending (db: Db | Tx, tenantId: string): Promise<n
 }
 
 async function sequenceBatch (tx: Tx, tenantId: string): Promise<number> {
-  const head = await sql.lockHead(tx, tenantId, GENESIS_HASH)
+  let head = await sql.lockHead(tx, tenantId, GENESIS_HASH)
+  if (head.treeSize !== head.sequence) {
+    // The head moved without the tree (a process of an older release): rebuild it first.
+    await sql.rebuildTree(tx, tenantId)
+    head = await sql.lockHead(tx, tenantId, GENESIS_HASH)
+  }
   const rows = await sql.pendingEvents(tx, tenantId, BATCH)
   if (rows.length === 0) return 0
   let { sequence, hash } = head

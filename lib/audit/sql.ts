@@ -49,7 +49,7 @@ function insertEvents (rows: string): string {
     ORDER BY e.n`
 }
 
-export interface LockedHead { sequence: number, hash: string, frontier: Buffer[] }
+export interface LockedHead { sequence: number, hash: string, frontier: Buffer[], treeSize: number }
 
 /**
  * Locks the tenant's chain head (creating it at genesis). Held until the transaction ends. The
@@ -57,8 +57,8 @@ export interface LockedHead { sequence: number, hash: string, frontier: Buffer[]
  */
 export async function lockHead (tx: Tx, tenantId: string, genesis: string): Promise<LockedHead> {
   await tx.raw('INSERT INTO audit_heads (tenant_id, sequence, hash) VALUES (?, 0, ?) ON CONFLICT (tenant_id) DO NOTHING', [tenantId, genesis])
-  const row = await tx('audit_heads').where({ tenant_id: tenantId }).forUpdate().first('sequence', 'hash', 'tree_frontier')
-  return { sequence: Number(row.sequence), hash: row.hash, frontier: row.tree_frontier }
+  const row = await tx('audit_heads').where({ tenant_id: tenantId }).forUpdate().first('sequence', 'hash', 'tree_frontier', 'tree_size')
+  return { sequence: Number(row.sequence), hash: row.hash, frontier: row.tree_frontier, treeSize: Number(row.tree_size) }
 }
 
 // Uses audit_events_pending (partial index on unsequenced rows).
@@ -85,7 +85,7 @@ export async function appendToChain (tx: Tx, tenantId: string, a: Appended): Pro
       INSERT INTO audit_tree_nodes (tenant_id, level, idx, hash)
       SELECT ?, level, idx, decode(hash, 'hex') FROM unnest(?::smallint[], ?::bigint[], ?::text[]) AS n(level, idx, hash)
     ), head AS (
-      UPDATE audit_heads SET sequence = ?, hash = ?, updated_at = now(),
+      UPDATE audit_heads SET sequence = ?, tree_size = ?, hash = ?, updated_at = now(),
         tree_frontier = ARRAY(SELECT decode(f.h, 'hex') FROM unnest(?::text[]) WITH ORDINALITY AS f(h, o) ORDER BY f.o)
       WHERE tenant_id = ?
     )
@@ -93,7 +93,7 @@ export async function appendToChain (tx: Tx, tenantId: string, a: Appended): Pro
     FROM jsonb_to_recordset(?::jsonb) AS v(id uuid, sequence bigint, previous_hash text, hash text)
     WHERE a.tenant_id = ? AND a.id = v.id`, [
     tenantId, a.nodes.map(n => n.level), a.nodes.map(n => n.idx), a.nodes.map(n => hex(n.hash)),
-    a.head.sequence, a.head.hash, a.head.frontier.map(hex), tenantId,
+    a.head.sequence, a.head.sequence, a.head.hash, a.head.frontier.map(hex), tenantId,
     JSON.stringify(a.events.map(r => ({ id: r.id, sequence: r.sequence, previous_hash: r.previousHash, hash: r.hash }))), tenantId
   ])
 }
@@ -165,28 +165,31 @@ export async function chainBatch (db: Queryable, tenantId: string, afterSequence
 
 // ---- The Merkle tree (lib/audit/tree.ts) ----
 
-/** The head with its frontier, unlocked (readers). */
-export async function readTreeHead (db: Queryable, tenantId: string): Promise<{ sequence: number, frontier: Buffer[] } | null> {
-  const row = await db('audit_heads').where({ tenant_id: tenantId }).first('sequence', 'tree_frontier')
-  return row === undefined ? null : { sequence: Number(row.sequence), frontier: row.tree_frontier }
+/** The tree's size and frontier, unlocked (readers). */
+export async function readTreeHead (db: Queryable, tenantId: string): Promise<{ size: number, frontier: Buffer[] } | null> {
+  const row = await db('audit_heads').where({ tenant_id: tenantId }).first('tree_size', 'tree_frontier')
+  return row === undefined ? null : { size: Number(row.tree_size), frontier: row.tree_frontier }
 }
 
 /**
  * The given complete subtrees in one query, each an index probe: level >= 1 on
- * audit_tree_nodes_pkey, leaves (level 0) hashed from audit_events_tenant_sequence.
+ * audit_tree_nodes_pkey, leaves (level 0) hashed from their event by audit_events_tenant_sequence.
+ * A leaf whose row is gone hashes an empty input, as audit_tree_rebuild does (its chain is
+ * damaged, which /proof reports; the tree covers the chain as stored).
  */
 export async function fetchNodes (db: Queryable, tenantId: string, keys: NodeKey[]): Promise<StoredNode[]> {
-  const inner = keys.filter(k => k.level > 0)
-  const leaves = keys.filter(k => k.level === 0).map(k => k.idx + 1)
-  const r = await db.raw(`
-    SELECT k.level, k.idx, n.hash FROM unnest(?::smallint[], ?::bigint[]) AS k(level, idx)
-      JOIN LATERAL (SELECT hash FROM audit_tree_nodes t WHERE t.tenant_id = ? AND t.level = k.level AND t.idx = k.idx) n ON true
-    UNION ALL
-    SELECT 0, e.sequence - 1, sha256('\\x00'::bytea || decode(e.hash, 'hex')) FROM audit_events e
-      WHERE e.tenant_id = ? AND e.sequence = ANY(?::bigint[])`,
-  [inner.map(k => k.level), inner.map(k => k.idx), tenantId, tenantId, leaves])
+  const r = await db.raw(NODES_SQL, [keys.map(k => k.level), keys.map(k => k.idx), tenantId, tenantId])
   return r.rows.map((x: { level: number, idx: string, hash: Buffer }) => ({ level: Number(x.level), idx: Number(x.idx), hash: x.hash }))
 }
+
+export const NODES_SQL = `
+  SELECT k.level, k.idx, n.hash FROM unnest(?::smallint[], ?::bigint[]) AS k(level, idx)
+    JOIN LATERAL (
+      SELECT t.hash FROM audit_tree_nodes t WHERE k.level > 0 AND t.tenant_id = ? AND t.level = k.level AND t.idx = k.idx
+      UNION ALL
+      SELECT sha256('\\x00'::bytea || coalesce((SELECT decode(e.hash, 'hex') FROM audit_events e WHERE e.tenant_id = ? AND e.sequence = k.idx + 1), ''))
+      WHERE k.level = 0
+    ) n ON true`
 
 /** Rebuilds a tenant's tree from its sequenced events (the migration's set-based SQL function). */
 export async function rebuildTree (db: Queryable, tenantId: string): Promise<number> {
@@ -194,9 +197,9 @@ export async function rebuildTree (db: Queryable, tenantId: string): Promise<num
   return Number(r.rows[0].n)
 }
 
-/** A sequenced event's place in the tree and the tree's current size, read in one statement. */
+/** A sequenced event's place in the tree and the tree's current size (which may lag it), in one statement. */
 export async function findLeaf (db: Queryable, tenantId: string, id: string): Promise<{ sequence: number, hash: string, treeSize: number } | null> {
-  const r = await db.raw(`SELECT e.sequence, e.hash, h.sequence AS tree_size FROM audit_events e
+  const r = await db.raw(`SELECT e.sequence, e.hash, h.tree_size FROM audit_events e
     JOIN audit_heads h ON h.tenant_id = e.tenant_id
     WHERE e.tenant_id = ? AND e.id = ? AND e.sequence IS NOT NULL`, [tenantId, id])
   const row = r.rows[0]

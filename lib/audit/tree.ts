@@ -37,8 +37,8 @@ const hex = (b: Buffer) => b.toString('hex')
 export async function treeHead (ctx: ServiceContext, q: { tenant?: string } = {}): Promise<SignedTreeHead> {
   const chain = await authorizeChain(ctx, q.tenant)
   await sequencePending(ctx.db, chain)
-  const head = await sql.readTreeHead(ctx.db, chain) ?? { sequence: 0, frontier: [] }
-  return signTreeHead(ctx.config, chain, head.sequence, foldRight(head.frontier))
+  const head = await sql.readTreeHead(ctx.db, chain) ?? { size: 0, frontier: [] }
+  return signTreeHead(ctx.config, chain, head.size, foldRight(head.frontier))
 }
 
 /** The proof ranges' hashes and the roots of the named sizes, from one fetch of stored nodes. */
@@ -55,9 +55,13 @@ async function resolve (ctx: ServiceContext, chain: string, ranges: Range[], siz
 export async function inclusionProof (ctx: ServiceContext, id: string, q: { tenant?: string, treeSize?: number } = {}): Promise<InclusionProof> {
   const chain = await authorizeChain(ctx, q.tenant)
   if (!isUuid(id)) notFound('audit event', id)
+  const inTree = (l: Awaited<ReturnType<typeof sql.findLeaf>>) => l !== null && l.sequence <= l.treeSize
   let leaf = await sql.findLeaf(ctx.db, chain, id)
-  if (leaf === null && await sequencePending(ctx.db, chain) > 0) leaf = await sql.findLeaf(ctx.db, chain, id)
-  if (leaf === null) notFound('audit event', id)
+  if (!inTree(leaf)) {
+    await sequencePending(ctx.db, chain)
+    leaf = await sql.findLeaf(ctx.db, chain, id)
+  }
+  if (leaf === null || !inTree(leaf)) notFound('audit event', id)
   const n = q.treeSize ?? leaf.treeSize
   if (n < leaf.sequence) throw validationError('treeSize', `must be at least the event's sequence (${leaf.sequence})`)
   if (n > leaf.treeSize) throw validationError('treeSize', `must not exceed the tree's current size (${leaf.treeSize})`)
@@ -82,7 +86,7 @@ export async function inclusionProof (ctx: ServiceContext, id: string, q: { tena
 export async function consistencyProof (ctx: ServiceContext, q: { tenant?: string, first: number, second?: number }): Promise<ConsistencyProof> {
   const chain = await authorizeChain(ctx, q.tenant)
   if (q.second === undefined) await sequencePending(ctx.db, chain)
-  const size = (await sql.readTreeHead(ctx.db, chain))?.sequence ?? 0
+  const size = (await sql.readTreeHead(ctx.db, chain))?.size ?? 0
   const second = q.second ?? size
   if (second > size) throw validationError('second', `must not exceed the tree's current size (${size})`)
   if (q.first > second) throw validationError('first', `must not exceed second (${second})`)

@@ -129,6 +129,41 @@ describe('audit Merkle tree on the real database', () => {
     assert.equal((await db('audit_tree_nodes').where({ tenant_id: other.tenantId }).count({ n: '*' }))[0].n, 0)
   })
 
+  it('builds the tree of a chain sequenced without it (older release) before the next append', async () => {
+    const t = newTenant('tree-old')
+    for (let i = 0; i < 11; i++) await audit.recordStandalone(db, t, ACTOR, { type: 'object.updated', resourceType: 'object', resourceId: `o${i}`, data: { i } })
+    await audit.sequencePending(db, t)
+    // What a chain looks like before the migration, or after a process of an older release moved the head.
+    await db('audit_tree_nodes').where({ tenant_id: t }).delete()
+    await db('audit_heads').where({ tenant_id: t }).update({ tree_size: 0, tree_frontier: [] })
+    const c = serviceContext(db, t, ['owner'])
+    const ids = (await chain(db, t)).map(r => r.id)
+    const p = await audit.inclusionProof(c, ids[4])
+    assert.equal(p.treeSize, 11, 'the proof request sequenced, which rebuilt the tree first')
+    await audit.recordStandalone(db, t, ACTOR, { type: 'object.updated', resourceType: 'object', resourceId: 'last', data: {} })
+    const head = await audit.treeHead(c)
+    const all = await chain(db, t)
+    assert.equal(head.treeSize, 12)
+    assert.deepEqual(Buffer.from(head.rootHash, 'hex'), mth(recomputedLeaves(all)))
+  })
+
+  it('covers a damaged chain as stored: a removed row is an empty leaf, and /proof reports the break', async () => {
+    const t = newTenant('tree-gap')
+    for (let i = 0; i < 6; i++) await audit.recordStandalone(db, t, ACTOR, { type: 'object.updated', resourceType: 'object', resourceId: `o${i}`, data: { i } })
+    await audit.sequencePending(db, t)
+    const rows6 = await chain(db, t)
+    await db('audit_events').where({ tenant_id: t, sequence: 3 }).delete()
+    await audit.rebuildTree(db, t)
+    const c = serviceContext(db, t, ['owner'])
+    const inputs = recomputedLeaves(rows6)
+    inputs[2] = Buffer.alloc(0)
+    const head = await audit.treeHead(c)
+    assert.deepEqual(Buffer.from(head.rootHash, 'hex'), mth(inputs))
+    const p = await audit.inclusionProof(c, rows6[3].id)
+    assert.ok(verifyInclusion(3, 6, leafOf(rows6[3].hash), hexes(p.auditPath), Buffer.from(head.rootHash, 'hex')))
+    assert.equal((await audit.proveEvent(c, rows6[3].id)).brokenAt, 3)
+  })
+
   it('keeps the tree consistent with the chain under concurrent writers and racing sequencers', async () => {
     const pools = [db, createDb(TEST_DATABASE_URL, { poolMax: 8 }), createDb(TEST_DATABASE_URL, { poolMax: 8 })]
     const t = newTenant('tree-race')
