@@ -1,8 +1,10 @@
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { createHash } from 'node:crypto'
+import { createHash, generateKeyPairSync } from 'node:crypto'
+import { loadConfig } from '../../lib/config.js'
+import { signTreeHead } from '../../lib/audit/signing.js'
 import { appendLeaves, consistencyRanges, foldRight, frontierKeys, hashRanges, inclusionRanges, keysOf, leafHash, nodeHash, type StoredNode } from '../../lib/audit/merkle.js'
-import { mth, verifyConsistency, verifyInclusion } from '../support/rfc9162.js'
+import { mth, verifyConsistency, verifyInclusion, verifyTreeHead } from '../support/rfc9162.js'
 
 const chainHash = (i: number) => createHash('sha256').update(`event ${i}`).digest('hex')
 const N = 70
@@ -72,5 +74,33 @@ describe('lib/audit/merkle (RFC 9162 tree)', () => {
         assert.equal(verifyConsistency(m, n, nodeHash(first, first), second, proof), false, 'a wrong old root fails')
       }
     }
+  })
+})
+
+describe('lib/audit/signing (signed tree heads)', () => {
+  const root = mth([Buffer.from('a')])
+  const base = { DATABASE_URL: 'postgres://x@h/d', AUTH_JWT_SECRET: 'a'.repeat(32) }
+
+  it('signs with AUDIT_SIGNING_KEY (also given on one line with \\n escapes), verifiable with its public key', () => {
+    const { privateKey, publicKey } = generateKeyPairSync('ed25519')
+    const pem = privateKey.export({ format: 'pem', type: 'pkcs8' }).toString()
+    const publicPem = publicKey.export({ format: 'pem', type: 'spki' }).toString()
+    for (const value of [pem, pem.replace(/\n/g, '\\n')]) {
+      const head = signTreeHead(loadConfig({ ...base, AUDIT_SIGNING_KEY: value }), 'acme', 7, root, 1_700_000_000_000)
+      assert.equal(head.publicKey, publicPem)
+      assert.ok(verifyTreeHead(head, publicPem))
+      assert.equal(verifyTreeHead({ ...head, timestamp: head.timestamp + 1 }, publicPem), false)
+    }
+  })
+
+  it('derives one key from AUTH_JWT_SECRET, the same in every process and different for another secret', () => {
+    const a = signTreeHead(loadConfig(base), 'acme', 7, root, 1)
+    const again = signTreeHead(loadConfig({ ...base }), 'acme', 7, root, 1)
+    const other = signTreeHead(loadConfig({ ...base, AUTH_JWT_SECRET: 'b'.repeat(32) }), 'acme', 7, root, 1)
+    assert.equal(a.keyId, again.keyId)
+    assert.equal(a.signature, again.signature, 'Ed25519 is deterministic')
+    assert.notEqual(a.keyId, other.keyId)
+    assert.ok(verifyTreeHead(a))
+    assert.equal(verifyTreeHead(a, other.publicKey), false)
   })
 })
