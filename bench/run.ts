@@ -10,6 +10,7 @@ import { benchCore, table } from './core.js'
 import { benchLicense } from './license.js'
 import { benchGraphql } from './graphql.js'
 import { benchLayers } from './layers.js'
+import { benchMerkle } from './merkle.js'
 
 // `npm run bench`: starts the real API as its own process on a benchmark database and prints
 // each figure as a ratio against a baseline measured in the same run.
@@ -30,7 +31,7 @@ async function ensureDatabase (): Promise<void> {
 async function resetData (): Promise<void> {
   const c = new pg.Client({ connectionString: DATABASE_URL })
   await c.connect()
-  await c.query('TRUNCATE objects, object_versions, audit_events, outbox_events, counter_deltas CASCADE')
+  await c.query('TRUNCATE objects, object_versions, audit_events, audit_heads, audit_tree_nodes, outbox_events, counter_deltas CASCADE')
   await c.end()
 }
 
@@ -50,7 +51,7 @@ function run (script: string, extra: Record<string, string> = {}): ChildProcess 
 }
 
 async function waitReady (base: string): Promise<void> {
-  for (let i = 0; i < 100; i++) {
+  for (let i = 0; i < 600; i++) { // up to 60 s: a loaded machine starts the API slowly
     try { if ((await fetch(`${base}/v1/health/ready`)).status === 200) return } catch { /* starting */ }
     await new Promise(r => setTimeout(r, 100))
   }
@@ -83,6 +84,7 @@ try {
   if (wants('license')) await benchLicense(db, DATABASE_URL, ROUNDS, line => console.log(line))
   if (wants('graphql')) for (const line of await benchGraphql(ctx)) console.log(line)
   if (wants('layers')) for (const line of await benchLayers({ ...ctx, apiPid: api.pid ?? 0 })) console.log(line)
+  if (wants('merkle')) await benchMerkle(ctx, line => console.log(line))
 } finally {
   api.kill('SIGTERM')
   await db.destroy()

@@ -1,3 +1,5 @@
+import { createPrivateKey } from 'node:crypto'
+
 // Configuration is parsed once, from a plain env object, into a frozen typed value.
 // Nothing else in the code base reads process.env (tests pass literal objects).
 
@@ -38,6 +40,8 @@ export interface Config {
   workerSuperviseSeconds: number
   /** `async` sequences audit events after commit; `sync` takes the chain head lock inside the write. */
   auditSequencing: 'async' | 'sync'
+  /** Ed25519 private key (PKCS#8 PEM) signing audit tree heads; null: derived from AUTH_JWT_SECRET (lib/audit/signing.ts). */
+  auditSigningKey: string | null
   release: string
 }
 
@@ -94,6 +98,10 @@ function url (env: Env, name: string, protocols: string[]): string | null {
   return raw
 }
 
+function isEd25519PrivateKey (pem: string): boolean {
+  try { return createPrivateKey(pem).asymmetricKeyType === 'ed25519' } catch { return false }
+}
+
 const TENANT_RE = /^[A-Za-z0-9._-]{1,64}$/
 
 export function loadConfig (env: Env, release = '0.0.0'): Readonly<Config> {
@@ -113,6 +121,11 @@ export function loadConfig (env: Env, release = '0.0.0'): Readonly<Config> {
   const storageSecret = str(env, 'LICENSE_STORAGE_SECRET')
   if (storageSecret !== null && storageSecret.length < 32) {
     throw new ConfigError('LICENSE_STORAGE_SECRET', 'must be at least 32 characters')
+  }
+  // A PEM given on one line with literal \n separators is accepted as well.
+  const auditSigningKey = str(env, 'AUDIT_SIGNING_KEY')?.replace(/\\n/g, '\n') ?? null
+  if (auditSigningKey !== null && !isEd25519PrivateKey(auditSigningKey)) {
+    throw new ConfigError('AUDIT_SIGNING_KEY', 'must be an Ed25519 private key in PKCS#8 PEM form (openssl genpkey -algorithm ed25519)')
   }
   const metricsToken = str(env, 'METRICS_TOKEN')
   if (metricsToken !== null && metricsToken.length < 16) throw new ConfigError('METRICS_TOKEN', 'must be at least 16 characters')
@@ -147,6 +160,7 @@ export function loadConfig (env: Env, release = '0.0.0'): Readonly<Config> {
     }),
     workerSuperviseSeconds: int(env, 'WORKER_SUPERVISE_SECONDS', 60, 1, 3600),
     auditSequencing: oneOf(env, 'AUDIT_SEQUENCING', ['async', 'sync'] as const, 'async'),
+    auditSigningKey,
     release
   })
 }

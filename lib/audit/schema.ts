@@ -80,3 +80,78 @@ export const AuditProof = {
     brokenAt: { type: 'integer', minimum: 1, description: 'Present when the chain is not intact: the first sequence where a check fails (a missing event fails at its own sequence)' }
   }
 } as const
+
+// ---- The Merkle tree (RFC 9162): signed tree heads, inclusion and consistency proofs ----
+
+const TreeSize = { type: 'integer', minimum: 0, description: 'Number of leaves: the events with sequence 1..treeSize' } as const
+
+export const TreeHeadQuery = ProofQuery
+
+export const SignedTreeHead = {
+  type: 'object',
+  required: ['tenant', 'treeSize', 'rootHash', 'timestamp', 'signature', 'algorithm', 'keyId', 'publicKey'],
+  properties: {
+    tenant: { type: 'string', description: 'The chain the tree is built over' },
+    treeSize: TreeSize,
+    rootHash: { ...Hash, description: 'RFC 9162 Merkle tree hash of leaves 0..treeSize-1; leaf i = SHA-256(0x00 || bytes of the hash of the event with sequence i+1), node = SHA-256(0x01 || left || right); SHA-256 of nothing for an empty tree' },
+    timestamp: { type: 'integer', description: 'When the head was signed, milliseconds since the epoch' },
+    signature: {
+      type: 'string',
+      description: 'Ed25519 signature (base64) over, in TLS presentation order: opaque context<1..255> = "audit-tree-head-v1", ' +
+        'opaque tenant<1..255> (UTF-8), uint64 timestamp, uint64 treeSize, opaque rootHash<1..255> (32 bytes); each opaque has a one-byte length prefix'
+    },
+    algorithm: { type: 'string', enum: ['Ed25519'] },
+    keyId: { ...Hash, description: 'SHA-256 of the public key (SPKI DER)' },
+    publicKey: { type: 'string', description: 'The signing public key, SPKI PEM. Pin it (or its keyId) out of band: a key that comes with the head proves nothing by itself' }
+  }
+} as const
+
+export const InclusionProofQuery = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    treeSize: { type: 'integer', minimum: 1, description: 'Prove against the tree of this size (at least the event\'s sequence, at most the current size); default: the current tree' },
+    tenant: ChainTenant
+  }
+} as const
+
+const ProofPath = { type: 'array', items: Hash } as const
+
+export const InclusionProof = {
+  type: 'object',
+  required: ['eventId', 'sequence', 'leafIndex', 'leafHash', 'treeSize', 'rootHash', 'auditPath', 'treeHead'],
+  properties: {
+    eventId: Uuid,
+    sequence: { type: 'integer', minimum: 1 },
+    leafIndex: { type: 'integer', minimum: 0, description: 'sequence - 1' },
+    leafHash: { ...Hash, description: 'SHA-256(0x00 || bytes of the event\'s hash): recompute the event\'s hash from its fields, then this' },
+    treeSize: { type: 'integer', minimum: 1 },
+    rootHash: Hash,
+    auditPath: { ...ProofPath, description: 'RFC 9162 2.1.3 inclusion proof PATH(leafIndex, D[treeSize]), from the leaf up; verify with RFC 9162 2.1.3.2' },
+    treeHead: SignedTreeHead
+  }
+} as const
+
+export const ConsistencyProofQuery = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['first'] as string[],
+  properties: {
+    first: { type: 'integer', minimum: 1, description: 'The older tree size' },
+    second: { type: 'integer', minimum: 1, description: 'The newer tree size (at least first, at most the current size); default: the current tree' },
+    tenant: ChainTenant
+  }
+} as const
+
+export const ConsistencyProof = {
+  type: 'object',
+  required: ['firstSize', 'secondSize', 'firstRootHash', 'secondRootHash', 'proof', 'treeHead'],
+  properties: {
+    firstSize: { type: 'integer', minimum: 1 },
+    secondSize: { type: 'integer', minimum: 1 },
+    firstRootHash: { ...Hash, description: 'Compare with the root of a tree head you kept' },
+    secondRootHash: Hash,
+    proof: { ...ProofPath, description: 'RFC 9162 2.1.4 consistency proof PROOF(firstSize, D[secondSize]); empty when the sizes are equal; verify with RFC 9162 2.1.4.2' },
+    treeHead: SignedTreeHead
+  }
+} as const

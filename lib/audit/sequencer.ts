@@ -1,6 +1,7 @@
 import type { Db, Tx } from '../db.js'
 import { withTransaction } from '../db.js'
 import { GENESIS_HASH, eventHash, hashedFields } from './hash.js'
+import { appendLeaves, leafHash } from './merkle.js'
 import * as sql from './sql.js'
 
 const BATCH = 1000
@@ -9,8 +10,10 @@ const BATCH = 1000
  * Gives every pending (unsequenced) event of a tenant its sequence and hash, in arrival order,
  * under the tenant's head lock. Invariants: the sequence continues from the head with no gap, and
  * only the head-lock holder assigns sequences, so the chain cannot fork (the unique index on
- * (tenant_id, sequence) backs this up). Inside a write's transaction (sync mode) it also sequences
- * that write's own events; on the pool it runs in its own transaction (async mode).
+ * (tenant_id, sequence) backs this up). The statement that moves the head also appends the events
+ * to the tenant's Merkle tree (lib/audit/merkle.ts): the frontier kept on the head row, and about
+ * one stored node per event. Inside a write's transaction (sync mode) it also sequences that
+ * write's own events; on the pool it runs in its own transaction (async mode).
  */
 export async function sequencePending (db: Db | Tx, tenantId: string): Promise<number> {
   let total = 0
@@ -22,7 +25,12 @@ export async function sequencePending (db: Db | Tx, tenantId: string): Promise<n
 }
 
 async function sequenceBatch (tx: Tx, tenantId: string): Promise<number> {
-  const head = await sql.lockHead(tx, tenantId, GENESIS_HASH)
+  let head = await sql.lockHead(tx, tenantId, GENESIS_HASH)
+  if (head.treeSize !== head.sequence) {
+    // The head moved without the tree (a process of an older release): rebuild it first.
+    await sql.rebuildTree(tx, tenantId)
+    head = await sql.lockHead(tx, tenantId, GENESIS_HASH)
+  }
   const rows = await sql.pendingEvents(tx, tenantId, BATCH)
   if (rows.length === 0) return 0
   let { sequence, hash } = head
@@ -32,8 +40,8 @@ async function sequenceBatch (tx: Tx, tenantId: string): Promise<number> {
     hash = eventHash(previousHash, hashedFields(r, sequence))
     return { id: r.id, sequence, previousHash, hash }
   })
-  await sql.assignSequences(tx, assigned)
-  await sql.moveHead(tx, tenantId, sequence, hash)
+  const tree = appendLeaves(head.sequence, head.frontier, assigned.map(a => leafHash(a.hash)))
+  await sql.appendToChain(tx, tenantId, { events: assigned, nodes: tree.nodes, head: { sequence, hash, frontier: tree.frontier } })
   return rows.length
 }
 

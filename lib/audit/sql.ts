@@ -1,4 +1,5 @@
 import type { Bindings, Queryable, Statement, Tx } from '../db.js'
+import type { NodeKey, StoredNode } from './merkle.js'
 
 export interface AuditRow {
   id: string
@@ -48,11 +49,16 @@ function insertEvents (rows: string): string {
     ORDER BY e.n`
 }
 
-/** Locks the tenant's chain head (creating it at genesis). Held until the transaction ends. */
-export async function lockHead (tx: Tx, tenantId: string, genesis: string): Promise<{ sequence: number, hash: string }> {
+export interface LockedHead { sequence: number, hash: string, frontier: Buffer[], treeSize: number }
+
+/**
+ * Locks the tenant's chain head (creating it at genesis). Held until the transaction ends. The
+ * frontier comes from the locked row version itself, so it is the one the last holder committed.
+ */
+export async function lockHead (tx: Tx, tenantId: string, genesis: string): Promise<LockedHead> {
   await tx.raw('INSERT INTO audit_heads (tenant_id, sequence, hash) VALUES (?, 0, ?) ON CONFLICT (tenant_id) DO NOTHING', [tenantId, genesis])
-  const row = await tx('audit_heads').where({ tenant_id: tenantId }).forUpdate().first('sequence', 'hash')
-  return { sequence: Number(row.sequence), hash: row.hash }
+  const row = await tx('audit_heads').where({ tenant_id: tenantId }).forUpdate().first('sequence', 'hash', 'tree_frontier', 'tree_size')
+  return { sequence: Number(row.sequence), hash: row.hash, frontier: row.tree_frontier, treeSize: Number(row.tree_size) }
 }
 
 // Uses audit_events_pending (partial index on unsequenced rows).
@@ -60,16 +66,36 @@ export async function pendingEvents (tx: Tx, tenantId: string, limit: number): P
   return tx('audit_events').where({ tenant_id: tenantId }).whereNull('sequence').orderBy('arrival').limit(limit).select('*')
 }
 
-export async function assignSequences (tx: Tx, rows: Array<{ id: string, sequence: number, previousHash: string, hash: string }>): Promise<void> {
-  if (rows.length === 0) return
-  await tx.raw(`
-    UPDATE audit_events a SET sequence = v.sequence, previous_hash = v.previous_hash, hash = v.hash
-    FROM jsonb_to_recordset(?::jsonb) AS v(id uuid, sequence bigint, previous_hash text, hash text)
-    WHERE a.id = v.id`, [JSON.stringify(rows.map(r => ({ id: r.id, sequence: r.sequence, previous_hash: r.previousHash, hash: r.hash })))])
+export interface Appended {
+  events: Array<{ id: string, sequence: number, previousHash: string, hash: string }>
+  /** Complete subtrees (level >= 1) closed by these events. */
+  nodes: StoredNode[]
+  head: { sequence: number, hash: string, frontier: Buffer[] }
 }
 
-export async function moveHead (tx: Tx, tenantId: string, sequence: number, hash: string): Promise<void> {
-  await tx('audit_heads').where({ tenant_id: tenantId }).update({ sequence, hash, updated_at: tx.fn.now() })
+/**
+ * One statement for a sequenced batch: the events' sequences and hashes, the tree nodes they
+ * closed (the primary key refuses a second writer of a node, like the sequence index refuses a
+ * fork) and the moved head with its new frontier.
+ */
+export async function appendToChain (tx: Tx, tenantId: string, a: Appended): Promise<void> {
+  const hex = (b: Buffer) => b.toString('hex')
+  await tx.raw(`
+    WITH nodes AS (
+      INSERT INTO audit_tree_nodes (tenant_id, level, idx, hash)
+      SELECT ?, level, idx, decode(hash, 'hex') FROM unnest(?::smallint[], ?::bigint[], ?::text[]) AS n(level, idx, hash)
+    ), head AS (
+      UPDATE audit_heads SET sequence = ?, tree_size = ?, hash = ?, updated_at = now(),
+        tree_frontier = ARRAY(SELECT decode(f.h, 'hex') FROM unnest(?::text[]) WITH ORDINALITY AS f(h, o) ORDER BY f.o)
+      WHERE tenant_id = ?
+    )
+    UPDATE audit_events a SET sequence = v.sequence, previous_hash = v.previous_hash, hash = v.hash
+    FROM jsonb_to_recordset(?::jsonb) AS v(id uuid, sequence bigint, previous_hash text, hash text)
+    WHERE a.tenant_id = ? AND a.id = v.id`, [
+    tenantId, a.nodes.map(n => n.level), a.nodes.map(n => n.idx), a.nodes.map(n => hex(n.hash)),
+    a.head.sequence, a.head.sequence, a.head.hash, a.head.frontier.map(hex), tenantId,
+    JSON.stringify(a.events.map(r => ({ id: r.id, sequence: r.sequence, previous_hash: r.previousHash, hash: r.hash }))), tenantId
+  ])
 }
 
 export async function tenantsWithPending (db: Queryable, limit = 100): Promise<string[]> {
@@ -135,4 +161,47 @@ export async function chainBatch (db: Queryable, tenantId: string, afterSequence
   const r = await db.raw(`SELECT ${READ_COLS} FROM audit_events
     WHERE tenant_id = ? AND sequence > ? ORDER BY sequence LIMIT ?`, [tenantId, afterSequence, limit])
   return r.rows
+}
+
+// ---- The Merkle tree (lib/audit/tree.ts) ----
+
+/** The tree's size and frontier, unlocked (readers). */
+export async function readTreeHead (db: Queryable, tenantId: string): Promise<{ size: number, frontier: Buffer[] } | null> {
+  const row = await db('audit_heads').where({ tenant_id: tenantId }).first('tree_size', 'tree_frontier')
+  return row === undefined ? null : { size: Number(row.tree_size), frontier: row.tree_frontier }
+}
+
+/**
+ * The given complete subtrees in one query, each an index probe: level >= 1 on
+ * audit_tree_nodes_pkey, leaves (level 0) hashed from their event by audit_events_tenant_sequence.
+ * A leaf whose row is gone hashes an empty input, as audit_tree_rebuild does (its chain is
+ * damaged, which /proof reports; the tree covers the chain as stored).
+ */
+export async function fetchNodes (db: Queryable, tenantId: string, keys: NodeKey[]): Promise<StoredNode[]> {
+  const r = await db.raw(NODES_SQL, [keys.map(k => k.level), keys.map(k => k.idx), tenantId, tenantId])
+  return r.rows.map((x: { level: number, idx: string, hash: Buffer }) => ({ level: Number(x.level), idx: Number(x.idx), hash: x.hash }))
+}
+
+export const NODES_SQL = `
+  SELECT k.level, k.idx, n.hash FROM unnest(?::smallint[], ?::bigint[]) AS k(level, idx)
+    JOIN LATERAL (
+      SELECT t.hash FROM audit_tree_nodes t WHERE k.level > 0 AND t.tenant_id = ? AND t.level = k.level AND t.idx = k.idx
+      UNION ALL
+      SELECT sha256('\\x00'::bytea || coalesce((SELECT decode(e.hash, 'hex') FROM audit_events e WHERE e.tenant_id = ? AND e.sequence = k.idx + 1), ''))
+      WHERE k.level = 0
+    ) n ON true`
+
+/** Rebuilds a tenant's tree from its sequenced events (the migration's set-based SQL function). */
+export async function rebuildTree (db: Queryable, tenantId: string): Promise<number> {
+  const r = await db.raw('SELECT audit_tree_rebuild(?) AS n', [tenantId])
+  return Number(r.rows[0].n)
+}
+
+/** A sequenced event's place in the tree and the tree's current size (which may lag it), in one statement. */
+export async function findLeaf (db: Queryable, tenantId: string, id: string): Promise<{ sequence: number, hash: string, treeSize: number } | null> {
+  const r = await db.raw(`SELECT e.sequence, e.hash, h.tree_size FROM audit_events e
+    JOIN audit_heads h ON h.tenant_id = e.tenant_id
+    WHERE e.tenant_id = ? AND e.id = ? AND e.sequence IS NOT NULL`, [tenantId, id])
+  const row = r.rows[0]
+  return row === undefined ? null : { sequence: Number(row.sequence), hash: row.hash, treeSize: Number(row.tree_size) }
 }

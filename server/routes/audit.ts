@@ -28,4 +28,38 @@ export const registerAuditRoutes: RouteRegistrar = (router, guards) => {
   }, async ctx => {
     ctx.body = await audit.proveEvent(service(ctx), ctx.params.id, parseQuery<{ tenant?: string }>(S.ProofQuery, ctx.query))
   })
+
+  defineRoute(router, guards, {
+    method: 'get', path: '/v1/audit/tree-head', operationId: 'getAuditTreeHead', tag: 'audit', auth: 'bearer', feature: 'audit',
+    summary: 'The signed head of the chain\'s Merkle tree (RFC 9162): size, root hash, timestamp, Ed25519 signature',
+    description: 'The chain\'s pending events are sequenced first, so every answered write is in the tree. Keep heads you ' +
+      'receive: a consistency proof later shows that the tree only grew since.',
+    query: S.TreeHeadQuery,
+    responses: { 200: { description: 'the signed tree head', schema: S.SignedTreeHead } }, errors: [400, 403]
+  }, async ctx => {
+    ctx.body = await audit.treeHead(service(ctx), parseQuery<{ tenant?: string }>(S.TreeHeadQuery, ctx.query))
+  })
+
+  defineRoute(router, guards, {
+    method: 'get', path: '/v1/audit/events/:id/inclusion-proof', operationId: 'getAuditInclusionProof', tag: 'audit', auth: 'bearer', feature: 'audit',
+    summary: 'An O(log n) proof that an event is in the chain\'s Merkle tree (RFC 9162 inclusion proof)',
+    description: 'The audit path of the event\'s leaf in the tree of `treeSize` (default: the current tree) with that tree\'s signed ' +
+      'head. Unlike /proof it does not recompute the chain: the verifier recomputes the event\'s hash and leaf and checks the path ' +
+      'against a root it trusts. An event of another tenant gives 404.',
+    pathParams: idParam, query: S.InclusionProofQuery,
+    responses: { 200: { description: 'the inclusion proof', schema: S.InclusionProof } }, errors: [400, 403, 404]
+  }, async ctx => {
+    ctx.body = await audit.inclusionProof(service(ctx), ctx.params.id, parseQuery<{ tenant?: string, treeSize?: number }>(S.InclusionProofQuery, ctx.query))
+  })
+
+  defineRoute(router, guards, {
+    method: 'get', path: '/v1/audit/consistency-proof', operationId: 'getAuditConsistencyProof', tag: 'audit', auth: 'bearer', feature: 'audit',
+    summary: 'An O(log n) proof that the tree of size `first` is a prefix of the tree of size `second` (RFC 9162 consistency proof)',
+    description: 'Both roots and the proof, with the signed head of the tree of size `second` (default: the current tree). ' +
+      'Check `firstRootHash` against a tree head you kept.',
+    query: S.ConsistencyProofQuery,
+    responses: { 200: { description: 'the consistency proof', schema: S.ConsistencyProof } }, errors: [400, 403]
+  }, async ctx => {
+    ctx.body = await audit.consistencyProof(service(ctx), parseQuery<{ tenant?: string, first: number, second?: number }>(S.ConsistencyProofQuery, ctx.query))
+  })
 }

@@ -2,6 +2,7 @@ import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
 import { startServer, newTenant, publishedType, token, type TestServer, type Client } from '../support/harness.js'
+import { hexes, leafOf, mth, verifyConsistency, verifyInclusion, verifyTreeHead } from '../support/rfc9162.js'
 
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
 const HEX64 = /^[0-9a-f]{64}$/
@@ -223,10 +224,97 @@ describe('audit API', () => {
     })
   })
 
-  it('declares both routes in /openapi/v1.json', async () => {
+  describe('Merkle tree: GET /v1/audit/tree-head, /v1/audit/events/:id/inclusion-proof, /v1/audit/consistency-proof', () => {
+    /** A tenant whose chain holds `n` object writes (plus the type's events), all answered. */
+    async function tenantWithWrites (n: number): Promise<{ tenant: string, owner: Client, typeId: string, items: Event[] }> {
+      const t = await tenantWithType()
+      for (let i = 0; i < n; i++) assert.equal((await t.owner.post('/v1/objects', { typeId: t.typeId, attributes: { name: `o${i}` } })).status, 201)
+      return { ...t, items: (await events(t.owner)).reverse() }
+    }
+    const leavesOf = (items: Event[]) => items.map(e => Buffer.from(e.hash, 'hex'))
+
+    it('signs a head over every answered write, verifiable with the published key', async () => {
+      const { tenant, owner, items } = await tenantWithWrites(3)
+      const res = await owner.get('/v1/audit/tree-head')
+      assert.equal(res.status, 200, res.text)
+      assert.deepEqual(Object.keys(res.body).sort(), ['algorithm', 'keyId', 'publicKey', 'rootHash', 'signature', 'tenant', 'timestamp', 'treeSize'])
+      assert.equal(res.body.tenant, tenant)
+      assert.equal(res.body.treeSize, items.length)
+      assert.equal(res.body.rootHash, mth(leavesOf(items)).toString('hex'))
+      assert.equal(res.body.algorithm, 'Ed25519')
+      assert.ok(Math.abs(res.body.timestamp - Date.now()) < 60_000)
+      assert.ok(verifyTreeHead(res.body))
+      assert.equal(verifyTreeHead({ ...res.body, rootHash: '0'.repeat(64) }), false)
+    })
+
+    it('proves an event\'s inclusion in the current tree and in an older one', async () => {
+      const { owner, items } = await tenantWithWrites(4)
+      const target = items[2]
+      for (const q of ['', `?treeSize=${target.sequence}`, `?treeSize=${items.length - 1}`]) {
+        const res = await owner.get(`/v1/audit/events/${target.id}/inclusion-proof${q}`)
+        assert.equal(res.status, 200, res.text)
+        const n = res.body.treeSize
+        assert.equal(n, q === '' ? items.length : Number(q.split('=')[1]))
+        assert.equal(res.body.leafIndex, target.sequence - 1)
+        assert.equal(res.body.leafHash, leafOf(target.hash).toString('hex'))
+        const root = mth(leavesOf(items.slice(0, n)))
+        assert.equal(res.body.rootHash, root.toString('hex'))
+        assert.ok(verifyInclusion(res.body.leafIndex, n, leafOf(target.hash), hexes(res.body.auditPath), root))
+        assert.ok(verifyTreeHead(res.body.treeHead))
+        assert.deepEqual([res.body.treeHead.treeSize, res.body.treeHead.rootHash], [n, res.body.rootHash])
+      }
+    })
+
+    it('proves consistency between two sizes, and from a kept head to the current tree', async () => {
+      const { owner, typeId, items } = await tenantWithWrites(2)
+      const kept = (await owner.get('/v1/audit/tree-head')).body
+      assert.equal(kept.treeSize, items.length)
+      assert.equal((await owner.post('/v1/objects', { typeId, attributes: {} })).status, 201)
+      const later = (await events(owner)).reverse()
+      const res = await owner.get(`/v1/audit/consistency-proof?first=${kept.treeSize}`)
+      assert.equal(res.status, 200, res.text)
+      assert.equal(res.body.firstRootHash, kept.rootHash)
+      assert.equal(res.body.secondSize, later.length)
+      assert.ok(verifyConsistency(kept.treeSize, res.body.secondSize, Buffer.from(kept.rootHash, 'hex'), mth(leavesOf(later)), hexes(res.body.proof)))
+      const pair = await owner.get('/v1/audit/consistency-proof?first=1&second=2')
+      assert.equal(pair.status, 200, pair.text)
+      assert.ok(verifyConsistency(1, 2, mth(leavesOf(later.slice(0, 1))), mth(leavesOf(later.slice(0, 2))), hexes(pair.body.proof)))
+    })
+
+    it('answers 400 for sizes out of range or missing, 404 for another tenant\'s event, 403 for a viewer', async () => {
+      const { tenant, owner, items } = await tenantWithWrites(1)
+      const other = await tenantWithWrites(1)
+      const cases: Array<[string, number, string]> = [
+        [`/v1/audit/events/${items[1].id}/inclusion-proof?treeSize=1`, 400, 'VALIDATION_ERROR'],
+        [`/v1/audit/events/${items[1].id}/inclusion-proof?treeSize=${items.length + 1}`, 400, 'VALIDATION_ERROR'],
+        [`/v1/audit/events/${items[1].id}/inclusion-proof?treeSize=zero`, 400, 'VALIDATION_ERROR'],
+        ['/v1/audit/consistency-proof', 400, 'VALIDATION_ERROR'],
+        ['/v1/audit/consistency-proof?first=0', 400, 'VALIDATION_ERROR'],
+        [`/v1/audit/consistency-proof?first=2&second=${items.length + 1}`, 400, 'VALIDATION_ERROR'],
+        ['/v1/audit/consistency-proof?first=2&second=1', 400, 'VALIDATION_ERROR'],
+        [`/v1/audit/events/${other.items[0].id}/inclusion-proof`, 404, 'NOT_FOUND'],
+        [`/v1/audit/events/${randomUUID()}/inclusion-proof`, 404, 'NOT_FOUND'],
+        [`/v1/audit/tree-head?tenant=${other.tenant}`, 403, 'FORBIDDEN']
+      ]
+      for (const [path, status, code] of cases) {
+        const res = await owner.get(path)
+        assert.deepEqual([res.status, res.body.error?.code], [status, code], path)
+      }
+      const viewer = s.as(tenant, ['viewer'])
+      for (const path of ['/v1/audit/tree-head', `/v1/audit/events/${items[0].id}/inclusion-proof`, '/v1/audit/consistency-proof?first=1']) {
+        assert.equal((await viewer.get(path)).status, 403, path)
+      }
+      const theirs = (await other.owner.get('/v1/audit/tree-head')).body
+      assert.equal(theirs.treeSize, other.items.length, 'each tenant has its own tree')
+    })
+  })
+
+  it('declares every audit route in /openapi/v1.json', async () => {
     const doc = await s.request('GET', '/openapi/v1.json')
     assert.equal(doc.status, 200)
-    assert.ok(doc.body.paths['/v1/audit/events']?.get)
-    assert.ok(doc.body.paths['/v1/audit/events/{id}/proof']?.get)
+    for (const p of ['/v1/audit/events', '/v1/audit/events/{id}/proof', '/v1/audit/tree-head', '/v1/audit/events/{id}/inclusion-proof', '/v1/audit/consistency-proof']) {
+      assert.ok(doc.body.paths[p]?.get, p)
+    }
+    assert.deepEqual(doc.body.paths['/v1/audit/consistency-proof'].get.parameters.map((x: { name: string }) => x.name).sort(), ['first', 'second', 'tenant'])
   })
 })

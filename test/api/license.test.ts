@@ -221,7 +221,8 @@ describe('licenses with LICENSE_PUBLIC_KEY and LICENSE_STORAGE_SECRET', () => {
     const calls = [
       owner.get('/v1/relations'), owner.post('/v1/relations', { fromObjectId: o.id, toObjectId: o.id, relationType: 'x' }),
       owner.get(`/v1/objects/${o.id}/relations`), owner.post('/v1/queries/objects/run', { filters: [] }),
-      owner.get('/v1/queries/objects'), owner.get('/v1/audit/events')
+      owner.get('/v1/queries/objects'), owner.get('/v1/audit/events'), owner.get('/v1/audit/tree-head'),
+      owner.get('/v1/audit/consistency-proof?first=1'), owner.get(`/v1/audit/events/${o.id}/inclusion-proof`)
     ]
     for (const res of await Promise.all(calls)) {
       assert.equal(res.status, 403)

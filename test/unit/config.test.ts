@@ -149,7 +149,9 @@ describe('loadConfig', () => {
       ['LICENSE_PUBLIC_KEY', 'not-a-pem'],
       ['LICENSE_STORAGE_SECRET', 'too-short'],
       ['METRICS_TOKEN', 'short'],
-      ['AUDIT_SEQUENCING', 'later']
+      ['AUDIT_SEQUENCING', 'later'],
+      ['AUDIT_SIGNING_KEY', 'not-a-pem'],
+      ['AUDIT_SIGNING_KEY', generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ format: 'pem', type: 'pkcs8' }).toString()]
     ]
     for (const [name, value] of cases) {
       it(`${name}=${JSON.stringify(value)}`, () => refuses({ ...BASE, [name]: value }, name))
