@@ -393,6 +393,15 @@ describe('POST /v1/graphql: guard rails', () => {
     await ok(session.owner, '{ objects(limit: 10) { id relatedObjects(limit: 10) { id typeId } } }')
   })
 
+  it('costs the same document anew for other variables (the cost cache is keyed by them)', async () => {
+    const q = 'query ($n: Int) { objects(limit: $n) { id relatedObjects(limit: $n) { id typeId } } }'
+    await ok(session.owner, q, { n: 10 })
+    const r = await gql(session.owner, q, { n: 1000 })
+    assert.equal(r.status, 400)
+    assert.equal(r.errors?.[0].extensions.details.limit, 'cost')
+    await ok(session.owner, q, { n: 10 })
+  })
+
   it('takes queries by GET (with the CSRF preflight header) and refuses mutations by GET', async () => {
     const q = encodeURIComponent('{ objects(limit: 1) { id } }')
     const get = await session.owner.get(`/v1/graphql?query=${q}`, { 'apollo-require-preflight': 'true' })
