@@ -9,6 +9,7 @@ import { graphqlContext, type GraphqlContext } from './context.js'
 import { graphqlSchema, printedSchema } from './schema.js'
 import { costLimit, depthRule, MAX_COST, MAX_DEPTH } from './limits.js'
 import { formatError, logUnexpected } from './errors.js'
+import { fastList } from './fast-list.js'
 
 export { graphqlSchema, printedSchema } from './schema.js'
 
@@ -79,7 +80,7 @@ function createApollo (): ApolloServer<GraphqlContext> {
     formatError,
     // Cache-control hints would cost a hook per resolved field and answer nothing here: tenant
     // data is never cacheable by a shared cache. No landing page: the schema is at /graphql/schema.gql.
-    plugins: [costLimit(), logUnexpected(), ApolloServerPluginCacheControlDisabled(), ApolloServerPluginLandingPageDisabled()]
+    plugins: [costLimit(), fastList(), logUnexpected(), ApolloServerPluginCacheControlDisabled(), ApolloServerPluginLandingPageDisabled()]
   })
   // Registrars are synchronous; requests wait for the start (a failed start fails them with a 500).
   apollo.startInBackgroundHandlingStartupErrorsByLoggingAndFailingAllRequests()
