@@ -6,6 +6,7 @@ type Args = Record<string, any>
 const S = audit.schema
 
 export const auditModule: GraphqlModule = {
+  feature: 'audit',
   typeDefs: /* GraphQL */ `
     "One event of the tenant's tamper-evident audit chain"
     type AuditEvent {

@@ -1,11 +1,14 @@
 import { GraphQLScalarType, Kind, valueFromASTUntyped } from 'graphql'
 import { parseQuery } from '../../lib/validation.js'
 import type { GraphqlContext } from './context.js'
+import type { Feature } from '../../lib/license/index.js'
 
 /** One module of the schema: SDL and its resolvers (server/graphql/modules.ts lists them all). */
 export interface GraphqlModule {
   typeDefs: string
   resolvers: Record<string, any>
+  /** The license feature of the module: its Query and Mutation fields answer FEATURE_DISABLED when it is off. */
+  feature?: Feature
 }
 
 type Args = Record<string, unknown>

@@ -3,6 +3,7 @@ import type { ServiceContext } from '../../lib/context.js'
 import * as objects from '../../lib/objects/index.js'
 import * as objectTypes from '../../lib/object-types/index.js'
 import * as relations from '../../lib/relations/index.js'
+import * as license from '../../lib/license/index.js'
 
 /**
  * Per-request batching: every per-item field (an object's type, relations, related objects, a
@@ -41,8 +42,19 @@ export type Loaders = ReturnType<typeof createLoaders>
 export interface GraphqlContext {
   service: ServiceContext
   loaders: Loaders
+  /** license.assertFeature, run once per request and feature (server/graphql/features.ts). */
+  requireFeature: (feature: license.Feature) => Promise<void>
 }
 
 export function graphqlContext (service: ServiceContext): GraphqlContext {
-  return { service, loaders: createLoaders(service) }
+  const checked = new Map<license.Feature, Promise<void>>()
+  const requireFeature = (feature: license.Feature) => {
+    let check = checked.get(feature)
+    if (check === undefined) {
+      check = license.assertFeature(service, feature)
+      checked.set(feature, check)
+    }
+    return check
+  }
+  return { service, loaders: createLoaders(service), requireFeature }
 }

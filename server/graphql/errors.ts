@@ -40,6 +40,11 @@ export function formatError (formatted: GraphQLFormattedError, error: unknown): 
   return shaped(formatted, 'INTERNAL_ERROR', 'internal server error', {})
 }
 
+/** Neither a domain error nor the client's fault: logged once, answered INTERNAL_ERROR. */
+export function isUnexpected (err: { extensions?: Record<string, unknown> } & object): boolean {
+  return domainError(err) === null && !CLIENT_FAULTS.has(String(err.extensions?.code ?? ''))
+}
+
 /** Logs each unexpected error once, with the request's logger (it carries the request id). */
 export function logUnexpected (): ApolloServerPlugin<GraphqlContext> {
   return {
@@ -47,8 +52,7 @@ export function logUnexpected (): ApolloServerPlugin<GraphqlContext> {
       return {
         async didEncounterErrors ({ contextValue, errors }) {
           for (const err of errors) {
-            const code = String(err.extensions?.code ?? '')
-            if (domainError(err) === null && !CLIENT_FAULTS.has(code)) contextValue.service.log.error({ err: unwrapResolverError(err) }, 'unhandled GraphQL error')
+            if (isUnexpected(err)) contextValue.service.log.error({ err: unwrapResolverError(err) }, 'unhandled GraphQL error')
           }
         }
       }

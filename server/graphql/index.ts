@@ -9,6 +9,7 @@ import { graphqlContext, type GraphqlContext } from './context.js'
 import { graphqlSchema, printedSchema } from './schema.js'
 import { costLimit, depthRule, MAX_COST, MAX_DEPTH } from './limits.js'
 import { formatError, logUnexpected } from './errors.js'
+import { fastList } from './fast-list.js'
 
 export { graphqlSchema, printedSchema } from './schema.js'
 
@@ -79,7 +80,7 @@ function createApollo (): ApolloServer<GraphqlContext> {
     formatError,
     // Cache-control hints would cost a hook per resolved field and answer nothing here: tenant
     // data is never cacheable by a shared cache. No landing page: the schema is at /graphql/schema.gql.
-    plugins: [costLimit(), logUnexpected(), ApolloServerPluginCacheControlDisabled(), ApolloServerPluginLandingPageDisabled()]
+    plugins: [costLimit(), fastList(), logUnexpected(), ApolloServerPluginCacheControlDisabled(), ApolloServerPluginLandingPageDisabled()]
   })
   // Registrars are synchronous; requests wait for the start (a failed start fails them with a 500).
   apollo.startInBackgroundHandlingStartupErrorsByLoggingAndFailingAllRequests()
@@ -97,7 +98,8 @@ export const registerGraphqlRoutes: RouteRegistrar = (router, guards, deps) => {
     description: `Every operation of the schema at /graphql/schema.gql. ${LIMITS_TEXT} Only JSON bodies are accepted ` +
       '(Content-Type application/json), so browsers cannot send one cross-site without a preflight. One operation per request (no batching).',
     body: GraphqlRequestBody,
-    responses: { 200: { description: 'the result (errors, if any, in errors[])', schema: GraphqlResponse } }
+    responses: { 200: { description: 'the result (errors, if any, in errors[])', schema: GraphqlResponse } },
+    example: { summary: 'The first ten objects', body: GraphqlRequestBody.example, status: 200, after: ['createObjects'] }
   }, async (ctx, next) => {
     parse(GraphqlRequestBody, ctx.request.body)
     return execute(ctx, next)
@@ -109,14 +111,17 @@ export const registerGraphqlRoutes: RouteRegistrar = (router, guards, deps) => {
     description: 'Apollo\'s CSRF prevention applies: send the header `apollo-require-preflight: true` (or any non-empty ' +
       `\`x-apollo-operation-name\`), else the answer is 400. A mutation by GET is answered 405. ${LIMITS_TEXT}`,
     query: GraphqlGetQuery,
-    responses: { 200: { description: 'the result (errors, if any, in errors[])', schema: GraphqlResponse } }
+    headers: { 'apollo-require-preflight': { description: 'Any non-empty value (CSRF prevention); without it, or x-apollo-operation-name, the answer is 400', required: false, schema: { type: 'string' } } },
+    responses: { 200: { description: 'the result (errors, if any, in errors[])', schema: GraphqlResponse } },
+    example: { summary: 'Object ids and public ids by GET', query: { query: '{ objects(limit: 5) { id publicId } }' }, headers: { 'apollo-require-preflight': 'true' }, status: 200, after: ['createObjects'] }
   }, execute)
 
   defineRoute(router, guards, {
     method: 'get', path: '/graphql/schema.gql', operationId: 'graphqlSchema', tag: 'graphql', auth: 'none',
     summary: 'The GraphQL schema (SDL), printed from the running schema',
     description: 'Public. The first line names the release the schema belongs to.',
-    responses: { 200: { description: 'GraphQL SDL', contentType: 'text/plain', schema: { type: 'string' } } }
+    responses: { 200: { description: 'GraphQL SDL', contentType: 'text/plain', schema: { type: 'string' } } },
+    example: { summary: 'The schema', status: 200 }
   }, ctx => {
     ctx.type = 'text/plain; charset=utf-8'
     ctx.body = printedSchema(deps.config.release)

@@ -1,6 +1,6 @@
 import depthLimit from 'graphql-depth-limit'
 import { getComplexity, simpleEstimator, type ComplexityEstimator } from 'graphql-query-complexity'
-import { GraphQLError, type ValidationRule } from 'graphql'
+import { GraphQLError, type DocumentNode, type ValidationRule } from 'graphql'
 import type { ApolloServerPlugin } from '@apollo/server'
 
 /**
@@ -37,12 +37,33 @@ const limitEstimator: ComplexityEstimator = ({ args, childComplexity }) => {
 
 const estimators = [limitEstimator, simpleEstimator({ defaultComplexity: 1 })]
 
+/**
+ * Costs by parsed document: Apollo's document store hands back the same DocumentNode for the same
+ * query text, so a repeated query (with the same operation and variables) is costed once. The
+ * cost walk is a large share of a small query's CPU. Bounded per document (distinct variables).
+ */
+const costs = new WeakMap<DocumentNode, Map<string, number>>()
+const MAX_COSTS_PER_DOCUMENT = 64
+
+function costOf (schema: Parameters<typeof getComplexity>[0]['schema'], document: DocumentNode, operationName: string | undefined, variables: Record<string, unknown> | undefined): number {
+  let byArgs = costs.get(document)
+  if (byArgs === undefined) { byArgs = new Map(); costs.set(document, byArgs) }
+  const key = JSON.stringify([operationName ?? null, variables ?? null])
+  let cost = byArgs.get(key)
+  if (cost === undefined) {
+    cost = getComplexity({ schema, query: document, variables, operationName, estimators })
+    if (byArgs.size >= MAX_COSTS_PER_DOCUMENT) byArgs.clear()
+    byArgs.set(key, cost)
+  }
+  return cost
+}
+
 export function costLimit (): ApolloServerPlugin {
   return {
     async requestDidStart () {
       return {
         async didResolveOperation ({ request, document, schema }) {
-          const cost = getComplexity({ schema, query: document, variables: request.variables, operationName: request.operationName, estimators })
+          const cost = costOf(schema, document, request.operationName ?? undefined, request.variables)
           if (cost > MAX_COST) {
             throw new GraphQLError(`query cost ${cost} exceeds the cost limit of ${MAX_COST}: ask for fewer items (limit) or fewer nested lists`, {
               extensions: { code: 'BAD_REQUEST', http: { status: 400 }, details: { limit: 'cost', maximum: MAX_COST, cost } }

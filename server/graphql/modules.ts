@@ -7,6 +7,9 @@ import { rulesModule } from './rules.js'
 import { relationsModule } from './relations.js'
 import { queriesModule } from './queries.js'
 import { auditModule } from './audit.js'
+import { layersModule } from './layers.js'
+import { automationModule } from './automation.js'
+import { administrationModule } from './administration.js'
 
 /**
  * Every module of the GraphQL schema, one file each (like ROUTE_MODULES for REST). A new module
@@ -22,5 +25,8 @@ export const GRAPHQL_MODULES: GraphqlModule[] = [
   rulesModule,
   relationsModule,
   queriesModule,
-  auditModule
+  auditModule,
+  layersModule,
+  automationModule,
+  administrationModule
 ]

@@ -2,6 +2,7 @@ import * as objects from '../../lib/objects/index.js'
 import * as relations from '../../lib/relations/index.js'
 import { listArgs, type GraphqlModule } from './common.js'
 import type { GraphqlContext } from './context.js'
+import { gated } from './features.js'
 
 type Args = Record<string, any>
 type ObjectDto = objects.ObjectDto
@@ -110,14 +111,16 @@ export const objectsModule: GraphqlModule = {
     },
     SpatialObject: {
       type: (o: ObjectDto, _: Args, c: GraphqlContext) => c.loaders.objectTypes.load(o.typeId),
-      relations: (o: ObjectDto, a: Args, c: GraphqlContext) => c.loaders.relations(perObject(a)).load(o.id),
-      relatedObjects: async (o: ObjectDto, a: Args, c: GraphqlContext) => {
-        const links = await c.loaders.relations(perObject(a)).load(o.id)
-        const ends = await c.loaders.objects.loadMany(links.map(r => relations.otherEnd(r, o.id)))
-        const failed = ends.find(e => e instanceof Error)
-        if (failed !== undefined) throw failed
-        return ends.filter(e => e !== null)
-      }
+      ...gated('relations', {
+        relations: (o: ObjectDto, a: Args, c: GraphqlContext) => c.loaders.relations(perObject(a)).load(o.id),
+        relatedObjects: async (o: ObjectDto, a: Args, c: GraphqlContext) => {
+          const links = await c.loaders.relations(perObject(a)).load(o.id)
+          const ends = await c.loaders.objects.loadMany(links.map(r => relations.otherEnd(r, o.id)))
+          const failed = ends.find(e => e instanceof Error)
+          if (failed !== undefined) throw failed
+          return ends.filter(e => e !== null)
+        }
+      })
     }
   }
 }

@@ -5,6 +5,7 @@ import type { GraphqlContext } from './context.js'
 type Args = Record<string, any>
 
 export const queriesModule: GraphqlModule = {
+  feature: 'queries',
   typeDefs: /* GraphQL */ `
     """
     A leaf {field, operator, value[, distanceMeters]} or a combination {operator: and|or|not, filters}.

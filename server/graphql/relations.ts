@@ -14,6 +14,7 @@ function listQuery (a: Args): relations.ListQuery {
 }
 
 export const relationsModule: GraphqlModule = {
+  feature: 'relations',
   typeDefs: /* GraphQL */ `
     enum RelationDirection { outgoing incoming all }
 

@@ -1,6 +1,7 @@
 import { makeExecutableSchema } from '@graphql-tools/schema'
 import { printSchema, type GraphQLSchema } from 'graphql'
 import { GRAPHQL_MODULES } from './modules.js'
+import { moduleResolvers } from './features.js'
 
 let built: GraphQLSchema | null = null
 
@@ -8,7 +9,7 @@ let built: GraphQLSchema | null = null
 export function graphqlSchema (): GraphQLSchema {
   built ??= makeExecutableSchema({
     typeDefs: GRAPHQL_MODULES.map(m => m.typeDefs),
-    resolvers: GRAPHQL_MODULES.map(m => m.resolvers)
+    resolvers: GRAPHQL_MODULES.map(moduleResolvers)
   })
   return built
 }

@@ -1,5 +1,6 @@
 import { ErrorBody } from '../../lib/schemas.js'
 import { declaredRoutes, type RouteSpec } from './registry.js'
+import { exampleExtension, placeholderSample, renderPlaceholders } from './examples.js'
 
 const ERROR_DESCRIPTIONS: Record<number, string> = {
   400: 'VALIDATION_ERROR, BAD_REQUEST or PRECONDITION_REQUIRED',
@@ -46,18 +47,24 @@ function oasPath (koaPath: string): string {
   return koaPath.replace(/:([A-Za-z0-9_]+)/g, '{$1}')
 }
 
-function operation (r: RouteSpec): object {
+/** `example` of a parameter, when the route's example gives it a value. */
+function paramExample (value: unknown, used: Set<string>): object {
+  return value === undefined ? {} : { example: renderPlaceholders(value, used) }
+}
+
+function operation (r: RouteSpec, used: Set<string>): object {
   const parameters: object[] = []
+  const ex = r.example
   for (const name of [...r.path.matchAll(/:([A-Za-z0-9_]+)/g)].map(m => m[1])) {
     const p = r.pathParams?.[name]
-    parameters.push({ name, in: 'path', required: true, description: p?.description ?? name, schema: p?.schema ?? { type: 'string' } })
+    parameters.push({ name, in: 'path', required: true, description: p?.description ?? name, schema: p?.schema ?? { type: 'string' }, ...paramExample(ex?.params?.[name], used) })
   }
   for (const [name, schema] of Object.entries(r.query?.properties ?? {})) {
     const s = schema as { description?: string }
-    parameters.push({ name, in: 'query', required: r.query?.required?.includes(name) ?? false, ...(s.description ? { description: s.description } : {}), schema })
+    parameters.push({ name, in: 'query', required: r.query?.required?.includes(name) ?? false, ...(s.description ? { description: s.description } : {}), schema, ...paramExample(ex?.query?.[name], used) })
   }
   for (const [name, h] of Object.entries(r.headers ?? {})) {
-    parameters.push({ name, in: 'header', required: h.required ?? false, description: h.description, schema: h.schema })
+    parameters.push({ name, in: 'header', required: h.required ?? false, description: h.description, schema: h.schema, ...paramExample(ex?.headers?.[name], used) })
   }
   const responses: Record<string, object> = {}
   for (const [status, res] of Object.entries(r.responses)) {
@@ -85,18 +92,27 @@ function operation (r: RouteSpec): object {
     ...(r.feature !== undefined ? { 'x-license-feature': r.feature } : {}),
     security,
     ...(parameters.length > 0 ? { parameters } : {}),
-    ...(r.body ? { requestBody: { required: r.bodyRequired ?? true, content: { 'application/json': { schema: r.body } } } } : {}),
-    responses
+    ...(r.body ? { requestBody: { required: r.bodyRequired ?? true, content: { 'application/json': { schema: r.body, ...bodyExamples(r, used) } } } } : {}),
+    responses,
+    // Replayed by test/api/contract.test.ts: the status it answers, what it saves for later examples.
+    ...(ex ? { 'x-example': exampleExtension(ex, used) } : {})
   }
+}
+
+function bodyExamples (r: RouteSpec, used: Set<string>): object {
+  const ex = r.example
+  if (ex?.body === undefined) return {}
+  return { examples: { contract: { summary: ex.summary, value: renderPlaceholders(ex.body, used) } } }
 }
 
 /** OpenAPI 3.0 from the declared routes; schemas are the request validators themselves. */
 export function buildOpenApi (release: string): object {
   const paths: Record<string, Record<string, object>> = {}
+  const used = new Set<string>()
   for (const r of declaredRoutes) {
     const p = oasPath(r.path)
     paths[p] ??= {}
-    paths[p][r.method] = operation(r)
+    paths[p][r.method] = operation(r, used)
   }
   return {
     openapi: '3.0.3',
@@ -108,6 +124,9 @@ export function buildOpenApi (release: string): object {
     servers: [{ url: '/' }],
     tags: [...new Set(declaredRoutes.map(r => r.tag))].sort().map(name => ({ name, ...(TAG_DESCRIPTIONS[name] ? { description: TAG_DESCRIPTIONS[name] } : {}) })),
     paths,
+    // How examples refer to each other: each placeholder's sample in the examples (x-example.saves
+    // names the operation whose answer provides it; the rest are supplied by the caller).
+    'x-example-placeholders': Object.fromEntries([...used].sort().map(n => [n, placeholderSample(n)])),
     components: {
       // Only the schemes some route uses (an unused component is a lint error).
       securitySchemes: Object.fromEntries(Object.entries(SECURITY_SCHEMES)

@@ -45,6 +45,44 @@ export interface RouteSpec {
   responses: Record<number, ResponseSpec>
   /** Error codes this operation can answer with, for the document. */
   errors?: number[]
+  /**
+   * The documented example (required: test/api/contract.test.ts replays every route's example
+   * against the running service and fails naming a route without one). See RouteExample.
+   */
+  example?: RouteExample
+}
+
+/** A request made before an example to prepare data of its own (e.g. a spare object to delete). */
+export interface ExampleSetup {
+  method: HttpMethod
+  /** A concrete path; may hold placeholders: /v1/objects/{objectId} */
+  path: string
+  body?: unknown
+  saves?: Record<string, string>
+}
+
+/**
+ * One request and the status it answers, replayed in order by the contract test on a fresh tenant
+ * (owner token on bearer routes). Strings may hold placeholders `{name}`: a value an earlier
+ * example (or setup step) saved from its response, or one the caller supplies (`{licenseKey}`).
+ * In the document, a placeholder whose name ends in `Id` is shown as a fixed sample UUID (so the
+ * example validates against `format: uuid`), listed with the others in `x-example-placeholders`.
+ */
+export interface RouteExample {
+  summary: string
+  params?: Record<string, string | number>
+  query?: Record<string, unknown>
+  headers?: Record<string, string>
+  body?: unknown
+  /** The credential for Authorization: Bearer on routes not called with the access token (the webhook token). */
+  bearer?: string
+  /** The status this example answers (its response is validated against the documented schema). */
+  status: number
+  /** Values later examples use: placeholder name -> dotted path in the response body ('id', 'items.0.id'). */
+  saves?: Record<string, string>
+  /** operationIds whose examples must run first (beyond those that save a placeholder this one uses). */
+  after?: string[]
+  setup?: ExampleSetup[]
 }
 
 export const declaredRoutes: RouteSpec[] = []

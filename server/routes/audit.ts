@@ -13,7 +13,8 @@ export const registerAuditRoutes: RouteRegistrar = (router, guards) => {
     description: 'Only sequenced events are listed; the chain\'s pending events are sequenced first, so an event whose write ' +
       'was just answered is included. `from` is inclusive and `to` exclusive, both on occurredAt.',
     query: S.ListAuditEventsQuery,
-    responses: { 200: { description: 'a page of audit events', schema: S.AuditEventList } }, errors: [400, 403]
+    responses: { 200: { description: 'a page of audit events', schema: S.AuditEventList } }, errors: [400, 403],
+    example: { summary: 'The latest object events', query: { resourceType: 'object', limit: 5 }, status: 200, saves: { auditEventId: 'items.0.id' }, after: ['createObject'] }
   }, async ctx => {
     ctx.body = await audit.listEvents(service(ctx), parseQuery<audit.ListEventsQuery>(S.ListAuditEventsQuery, ctx.query))
   })
@@ -24,7 +25,8 @@ export const registerAuditRoutes: RouteRegistrar = (router, guards) => {
     description: 'Recomputes every hash of the chain. `valid` is false when any event between genesis and the head was altered, ' +
       'removed or added; `brokenAt` then names the first sequence that fails. An event of another tenant gives 404.',
     pathParams: idParam, query: S.ProofQuery,
-    responses: { 200: { description: 'the proof', schema: S.AuditProof } }, errors: [400, 403, 404]
+    responses: { 200: { description: 'the proof', schema: S.AuditProof } }, errors: [400, 403, 404],
+    example: { summary: 'Verify that event and the chain', params: { id: '{auditEventId}' }, status: 200 }
   }, async ctx => {
     ctx.body = await audit.proveEvent(service(ctx), ctx.params.id, parseQuery<{ tenant?: string }>(S.ProofQuery, ctx.query))
   })

@@ -40,7 +40,12 @@ export const registerLayerRoutes: RouteRegistrar = (router, guards, deps) => {
       'A bad filter is a 400 naming its path, e.g. definition.filters.query[0].operator. 409 CONFLICT when the slug is taken.',
     body: S.CreateLayerBody,
     responses: { 201: { description: 'created', schema: S.LayerBody, headers: { Location: { description: 'The new layer', schema: { type: 'string' } } } } },
-    errors: [409]
+    errors: [409],
+    example: {
+      summary: 'A layer of poles with their public id, height and state',
+      body: { name: 'Poles', slug: 'poles', description: 'Every utility pole', definition: { filters: { typeId: '{typeId}' }, fields: ['publicId', 'attributes.height', 'workflowState'] }, cacheTtlSeconds: 60 },
+      status: 201, saves: { layerId: 'id' }
+    }
   }, async ctx => {
     const layer = await layers.createLayer(service(ctx), ctx.request.body)
     ctx.status = 201
@@ -52,7 +57,8 @@ export const registerLayerRoutes: RouteRegistrar = (router, guards, deps) => {
     method: 'get', path: '/v1/layers/definitions', operationId: 'listLayers', tag: 'layers', auth: 'bearer',
     summary: 'List layer definitions (oldest first)', query: S.ListLayersQuery,
     description: 'Needs layers:read. The pagination envelope over the tenant\'s layer definitions, oldest first, each with its definition and effective cacheTtlSeconds.',
-    responses: { 200: { description: 'a page of layers', schema: S.LayerList } }, errors: [400]
+    responses: { 200: { description: 'a page of layers', schema: S.LayerList } }, errors: [400],
+    example: { summary: 'The layers', query: { limit: 10 }, status: 200, after: ['createLayer'] }
   }, async ctx => {
     ctx.body = await layers.listLayers(service(ctx), ctx.query)
   })
@@ -61,7 +67,8 @@ export const registerLayerRoutes: RouteRegistrar = (router, guards, deps) => {
     method: 'get', path: '/v1/layers/definitions/:idOrSlug', operationId: 'getLayer', tag: 'layers', auth: 'bearer',
     summary: 'Read a layer definition by id or slug', pathParams: layerKey,
     description: 'Needs layers:read. A UUID is looked up as the layer id, anything else as its slug. 404 when no layer of the tenant matches.',
-    responses: { 200: { description: 'the layer', schema: S.LayerBody } }, errors: [404]
+    responses: { 200: { description: 'the layer', schema: S.LayerBody } }, errors: [404],
+    example: { summary: 'The poles layer, by slug', params: { idOrSlug: 'poles' }, status: 200, after: ['createLayer'] }
   }, async ctx => {
     ctx.body = await layers.getLayer(service(ctx), ctx.params.idOrSlug)
   })
@@ -71,7 +78,8 @@ export const registerLayerRoutes: RouteRegistrar = (router, guards, deps) => {
     summary: 'Change a layer definition (fields given replace; version +1; every cached rendering of the layer is invalidated)',
     description: 'Needs layers:write. Takes at least one of name, slug, description, definition, cacheTtlSeconds; a bad filter is a 400 naming its path. 409 CONFLICT when the new slug is taken by another layer.',
     pathParams: layerKey, body: S.PatchLayerBody,
-    responses: { 200: { description: 'updated', schema: S.LayerBody } }, errors: [404, 409]
+    responses: { 200: { description: 'updated', schema: S.LayerBody } }, errors: [404, 409],
+    example: { summary: 'Cache its renderings for 2 minutes', params: { idOrSlug: '{layerId}' }, body: { cacheTtlSeconds: 120 }, status: 200 }
   }, async ctx => {
     ctx.body = await layers.patchLayer(service(ctx), ctx.params.idOrSlug, ctx.request.body)
   })
@@ -80,7 +88,8 @@ export const registerLayerRoutes: RouteRegistrar = (router, guards, deps) => {
     method: 'delete', path: '/v1/layers/definitions/:idOrSlug', operationId: 'deleteLayer', tag: 'layers', auth: 'bearer',
     summary: 'Delete a layer definition',
     description: 'Needs layers:write; frees one layer_count. The definition is removed for good (no soft delete): its tiles, exports and OGC collection answer 404 afterwards. The objects it selected are not touched.',
-    pathParams: layerKey, responses: { 204: { description: 'deleted' } }, errors: [404]
+    pathParams: layerKey, responses: { 204: { description: 'deleted' } }, errors: [404],
+    example: { summary: 'Delete a layer', params: { idOrSlug: 'spare-layer' }, status: 204, setup: [{ method: 'post', path: '/v1/layers/definitions', body: { name: 'Spare', slug: 'spare-layer' } }] }
   }, async ctx => {
     await layers.deleteLayer(service(ctx), ctx.params.idOrSlug)
     ctx.status = 204
@@ -92,7 +101,8 @@ export const registerLayerRoutes: RouteRegistrar = (router, guards, deps) => {
     description: 'Needs objects:read. fields=attributes.name gives properties.attributes.name (nested). Features are ordered by createdAt, then id.',
     query: S.ExportQuery, headers: IfNoneMatch,
     responses: { 200: { description: 'the features', schema: S.FeatureCollection, contentType: 'application/geo+json', headers: CacheHeaders }, 304: NOT_MODIFIED },
-    errors: [400, 404]
+    errors: [400, 404],
+    example: { summary: 'The first 10 poles as GeoJSON', query: { layer: 'poles', limit: 10 }, status: 200, after: ['createLayer', 'createObjects'] }
   }, async ctx => {
     sendRendered(ctx, await layers.featureCollection(service(ctx), cache, ctx.query, ifNoneMatch(ctx)), 'application/geo+json')
   })
@@ -103,7 +113,8 @@ export const registerLayerRoutes: RouteRegistrar = (router, guards, deps) => {
     description: 'Needs objects:read. Takes layer, typeId, bbox, fields and asOf like the GeoJSON export but no limit or offset: every selected Feature is streamed from a database cursor in constant memory. Unknown layer 404, bad bbox or fields 400; ETag and If-None-Match (304) work as for the other exports.',
     query: S.StreamQuery, headers: IfNoneMatch,
     responses: { 200: { description: 'one Feature per line', contentType: 'application/x-ndjson', schema: { type: 'string' }, headers: CacheHeaders }, 304: NOT_MODIFIED },
-    errors: [400, 404]
+    errors: [400, 404],
+    example: { summary: 'Every pole around Berlin as NDJSON', query: { layer: 'poles', bbox: '13.3,52.4,13.5,52.6' }, status: 200, after: ['createLayer', 'createObjects'] }
   }, async ctx => {
     const r = await layers.featureStream(service(ctx), ctx.query, ifNoneMatch(ctx))
     sendRendered(ctx, { etag: r.etag, maxAge: r.maxAge, body: null }, 'application/x-ndjson')
@@ -118,7 +129,8 @@ export const registerLayerRoutes: RouteRegistrar = (router, guards, deps) => {
     summary: 'TileJSON 3.0 of a layer: tiles URL, bounds, zooms and vector_layers with fields (add the layer to MapLibre or QGIS by this URL)',
     description: 'Needs objects:read; off (403 FEATURE_DISABLED) when the license switches tiles off. The tiles URL is absolute (the origin the request used); bounds are the extent of the selected objects, zooms 0..18, and vector_layers lists the tile properties with their types. Unknown slug 404; cached like the exports (ETag, If-None-Match -> 304).',
     pathParams: { layer: { description: 'Layer slug', schema: { type: 'string', pattern: S.SLUG_PATTERN } } }, headers: IfNoneMatch,
-    responses: { 200: { description: 'the TileJSON document', schema: S.TileJson, headers: CacheHeaders }, 304: NOT_MODIFIED }, errors: [404]
+    responses: { 200: { description: 'the TileJSON document', schema: S.TileJson, headers: CacheHeaders }, 304: NOT_MODIFIED }, errors: [404],
+    example: { summary: 'TileJSON of the poles layer', params: { layer: 'poles' }, status: 200, after: ['createLayer', 'createObjects'] }
   }, async ctx => {
     sendRendered(ctx, await layers.tileJson(service(ctx), cache, ctx.params.layer, originOf(ctx), ifNoneMatch(ctx)), 'application/json')
   })
@@ -136,7 +148,8 @@ export const registerLayerRoutes: RouteRegistrar = (router, guards, deps) => {
     },
     query: S.TileQuery, headers: IfNoneMatch,
     responses: { 200: { description: 'the tile', contentType: 'application/vnd.mapbox-vector-tile', schema: { type: 'string', format: 'binary' }, headers: CacheHeaders }, 304: NOT_MODIFIED },
-    errors: [400, 404]
+    errors: [400, 404],
+    example: { summary: 'The world tile of the poles layer', params: { layer: 'poles', z: 0, x: 0, y: '0.mvt' }, status: 200, after: ['createLayer', 'createObjects'] }
   }, async ctx => {
     const t = layers.parseTile(ctx.params.z, ctx.params.x, ctx.params.y)
     sendRendered(ctx, await layers.tile(service(ctx), cache, ctx.params.layer, t, ctx.query, ifNoneMatch(ctx)), 'application/vnd.mapbox-vector-tile')

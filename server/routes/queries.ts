@@ -11,7 +11,8 @@ export const registerQueryRoutes: RouteRegistrar = (router, guards) => {
     method: 'get', path: '/v1/queries/objects', operationId: 'queryObjects', tag: 'queries', auth: 'bearer', feature: 'queries',
     summary: 'Simple object query: typeId, status (workflowState), paging, one sort key',
     description: 'Needs objects:read. status filters workflowState; limit defaults to 100. For attribute, spatial and combined filters use POST /v1/queries/objects/run.',
-    query: S.QueryObjectsQuery, responses: { 200: { description: 'a page of objects', schema: S.QueryResult } }, errors: [400]
+    query: S.QueryObjectsQuery, responses: { 200: { description: 'a page of objects', schema: S.QueryResult } }, errors: [400],
+    example: { summary: 'Poles in review', query: { typeId: '{typeId}', status: 'review', limit: 10 }, status: 200, after: ['transitionObject'] }
   }, async ctx => {
     ctx.type = 'application/json'
     ctx.body = await queries.queryObjectsJson(service(ctx), parseQuery<queries.ListParams>(S.QueryObjectsQuery, ctx.query))
@@ -24,7 +25,17 @@ export const registerQueryRoutes: RouteRegistrar = (router, guards) => {
       'e.g. filters[0].filters[1].operator. Without graph the answer is {items, pagination, aggregations?}; with graph ' +
       '{objects, relations, truncated}.',
     body: S.RunQueryBody, bodyRequired: false,
-    responses: { 200: { description: 'the results', schema: S.RunQueryResult } }, errors: [400]
+    responses: { 200: { description: 'the results', schema: S.RunQueryResult } }, errors: [400],
+    example: {
+      summary: 'Poles of 10 m or more near Berlin, tallest first, with their average height',
+      body: {
+        filters: [{ field: 'attributes.height', operator: 'gte', value: 10 }, { field: 'geometry', operator: 'bbox', value: [13, 52, 14, 53] }],
+        sorts: [{ field: 'attributes.height', order: 'desc' }],
+        aggregations: [{ field: 'attributes.height', function: 'avg' }],
+        limit: 10
+      },
+      status: 200, after: ['createObjects']
+    }
   }, async ctx => {
     ctx.type = 'application/json'
     ctx.body = await queries.runQueryJson(service(ctx), ctx.request.body)

@@ -13,7 +13,8 @@ export const registerRuleRoutes: RouteRegistrar = (router, guards) => {
     summary: 'List reusable rules (each with its latest version)',
     description: 'Needs rules:read. Filter by kind, status of the latest version or key.',
     query: S.ListRulesQuery,
-    responses: { 200: { description: 'a page of rules', schema: S.RuleList } }, errors: [400]
+    responses: { 200: { description: 'a page of rules', schema: S.RuleList } }, errors: [400],
+    example: { summary: 'JsonLogic rules', query: { kind: 'jsonlogic' }, status: 200, after: ['createRule'] }
   }, async ctx => {
     ctx.body = await rules.listRules(service(ctx), parseQuery(S.ListRulesQuery, ctx.query))
   })
@@ -23,7 +24,8 @@ export const registerRuleRoutes: RouteRegistrar = (router, guards) => {
     summary: 'Create a reusable rule (version 1, draft)',
     description: 'Needs rules:write. key is unique per tenant (409). definition holds the fields of the inline guard of that kind (400 naming the field).',
     body: S.CreateRuleBody,
-    responses: { 201: { description: 'created', schema: S.RuleBody } }, errors: [409]
+    responses: { 201: { description: 'created', schema: S.RuleBody } }, errors: [409],
+    example: { summary: 'A reusable rule: at least 3 m tall', body: { key: 'tall-enough', name: 'Tall enough', kind: 'jsonlogic', definition: { rule: { '>=': [{ var: 'object.attributes.height' }, 3] }, message: 'a pole is at least 3 m tall' } }, status: 201, saves: { ruleId: 'id' } }
   }, async ctx => {
     const r = await rules.createRule(service(ctx), ctx.request.body)
     ctx.status = 201
@@ -36,7 +38,8 @@ export const registerRuleRoutes: RouteRegistrar = (router, guards) => {
     summary: 'Read a rule',
     description: 'Needs rules:read. Shows the latest version; guards evaluate publishedVersion.',
     pathParams: idParam,
-    responses: { 200: { description: 'the rule', schema: S.RuleBody } }, errors: [404]
+    responses: { 200: { description: 'the rule', schema: S.RuleBody } }, errors: [404],
+    example: { summary: 'The rule', params: { id: '{ruleId}' }, status: 200 }
   }, async ctx => {
     ctx.body = await rules.getRule(service(ctx), ctx.params.id)
   })
@@ -46,7 +49,8 @@ export const registerRuleRoutes: RouteRegistrar = (router, guards) => {
     summary: 'Edit the latest draft or sandbox version; a published latest version gets a new draft version',
     description: 'Needs rules:write. Guards keep using the published version until the new one is published.',
     pathParams: idParam, body: S.PatchRuleBody,
-    responses: { 200: { description: 'updated', schema: S.RuleBody } }, errors: [404]
+    responses: { 200: { description: 'updated', schema: S.RuleBody } }, errors: [404],
+    example: { summary: 'Rename it', params: { id: '{ruleId}' }, body: { name: 'Tall enough (3 m)' }, status: 200 }
   }, async ctx => {
     ctx.body = await rules.patchRule(service(ctx), ctx.params.id, ctx.request.body)
   })
@@ -56,7 +60,8 @@ export const registerRuleRoutes: RouteRegistrar = (router, guards) => {
     summary: 'Move the latest version forward: draft -> sandbox -> published (guards use the published one)',
     description: 'Needs rules:publish. Body {"to":"sandbox"|"published"} (default published). Moving backwards is 409 INVALID_TRANSITION.',
     pathParams: idParam, body: versioning.PublishBody, bodyRequired: false,
-    responses: { 200: { description: 'moved', schema: S.RuleBody } }, errors: [404, 409]
+    responses: { 200: { description: 'moved', schema: S.RuleBody } }, errors: [404, 409],
+    example: { summary: 'Publish it for guards', params: { id: '{ruleId}' }, body: { to: 'published' }, status: 200, after: ['patchRule'] }
   }, async ctx => {
     ctx.body = await rules.publishRule(service(ctx), ctx.params.id, ctx.request.body)
   })
@@ -66,7 +71,8 @@ export const registerRuleRoutes: RouteRegistrar = (router, guards) => {
     summary: 'Every version of a rule with its status and definition ({name, kind, definition})',
     description: 'Needs rules:read. Oldest version first.',
     pathParams: idParam,
-    responses: { 200: { description: 'versions', schema: versioning.SchemaRegistryBody } }, errors: [404]
+    responses: { 200: { description: 'versions', schema: versioning.SchemaRegistryBody } }, errors: [404],
+    example: { summary: 'Its versions', params: { id: '{ruleId}' }, status: 200, after: ['publishRule'] }
   }, async ctx => {
     ctx.body = await rules.ruleRegistry(service(ctx), ctx.params.id)
   })

@@ -15,7 +15,8 @@ export const registerWorkflowRoutes: RouteRegistrar = (router, guards) => {
     summary: 'List workflows (each at its latest version)',
     description: 'Needs workflows:read. Each workflow at its latest version.',
     query: S.ListWorkflowsQuery,
-    responses: { 200: { description: 'a page of workflows', schema: S.WorkflowList } }, errors: [400]
+    responses: { 200: { description: 'a page of workflows', schema: S.WorkflowList } }, errors: [400],
+    example: { summary: 'The first page of workflows', query: { limit: 10 }, status: 200, after: ['createWorkflow'] }
   }, async ctx => {
     ctx.body = await workflows.listWorkflows(service(ctx), parseQuery(S.ListWorkflowsQuery, ctx.query))
   })
@@ -25,7 +26,20 @@ export const registerWorkflowRoutes: RouteRegistrar = (router, guards) => {
     summary: 'Create a workflow state machine (version 1, effective at once)',
     description: 'Needs workflows:write. key is unique per tenant (409). States, transitions and guards are checked as a whole (400 naming the path, e.g. transitions[1].guards[0].requiredRole).',
     body: S.CreateWorkflowBody,
-    responses: { 201: { description: 'created', schema: S.WorkflowBody } }, errors: [409]
+    responses: { 201: { description: 'created', schema: S.WorkflowBody } }, errors: [409],
+    example: {
+      summary: 'A review workflow: draft -> review -> approved (admins only)',
+      body: {
+        key: 'review', name: 'Review', initialState: 'draft',
+        states: [{ name: 'draft' }, { name: 'review' }, { name: 'approved', final: true }],
+        transitions: [
+          { from: ['draft'], targetState: 'review' },
+          { from: ['review'], targetState: 'approved', guards: [{ type: 'permission', requiredRole: 'admin' }] },
+          { from: '*', targetState: 'draft' }
+        ]
+      },
+      status: 201, saves: { workflowId: 'id' }
+    }
   }, async ctx => {
     const wf = await workflows.createWorkflow(service(ctx), ctx.request.body)
     ctx.status = 201
@@ -38,7 +52,8 @@ export const registerWorkflowRoutes: RouteRegistrar = (router, guards) => {
     summary: 'Read a workflow definition (its latest version)',
     description: 'Needs workflows:read. The latest version, which objects follow.',
     pathParams: idParam,
-    responses: { 200: { description: 'the workflow', schema: S.WorkflowBody } }, errors: [404]
+    responses: { 200: { description: 'the workflow', schema: S.WorkflowBody } }, errors: [404],
+    example: { summary: 'The review workflow', params: { id: '{workflowId}' }, status: 200 }
   }, async ctx => {
     ctx.body = await workflows.getWorkflow(service(ctx), ctx.params.id)
   })
@@ -48,7 +63,8 @@ export const registerWorkflowRoutes: RouteRegistrar = (router, guards) => {
     summary: 'Change a workflow: the result is version N+1, effective at once (If-Match optional)',
     description: 'Needs workflows:write. Every change is a new version, effective at once for every object that follows the workflow. If-Match, when present, must be the latest version (409 VERSION_CONFLICT).',
     pathParams: idParam, headers: IfMatchOptional, body: S.PatchWorkflowBody,
-    responses: { 200: { description: 'the new version', schema: S.WorkflowBody } }, errors: [404, 409]
+    responses: { 200: { description: 'the new version', schema: S.WorkflowBody } }, errors: [404, 409],
+    example: { summary: 'Rename it (version 2)', params: { id: '{workflowId}' }, headers: { 'If-Match': '"1"' }, body: { name: 'Review (v2)' }, status: 200 }
   }, async ctx => {
     ctx.body = await workflows.patchWorkflow(service(ctx), ctx.params.id, ctx.request.body, readIfMatch(ctx))
   })
@@ -58,7 +74,8 @@ export const registerWorkflowRoutes: RouteRegistrar = (router, guards) => {
     summary: 'Every version of a workflow (each published when written)',
     description: 'Needs workflows:read. Workflow versions are effective when written, so each is listed as published.',
     pathParams: idParam,
-    responses: { 200: { description: 'versions', schema: versioning.SchemaRegistryBody } }, errors: [404]
+    responses: { 200: { description: 'versions', schema: versioning.SchemaRegistryBody } }, errors: [404],
+    example: { summary: 'Its versions', params: { id: '{workflowId}' }, status: 200, after: ['patchWorkflow'] }
   }, async ctx => {
     ctx.body = await workflows.workflowRegistry(service(ctx), ctx.params.id)
   })
@@ -68,7 +85,8 @@ export const registerWorkflowRoutes: RouteRegistrar = (router, guards) => {
     summary: 'Move an object to another workflow state (guards must pass; If-Match optional)',
     description: 'No workflow or no such move from the current state: 409 INVALID_TRANSITION. A failing guard: 403 GUARD_FAILED with details.guards as in explain.',
     pathParams: idParam, headers: IfMatchOptional, body: S.TransitionBody,
-    responses: { 200: { description: 'the object in its new state', schema: ObjectBody, headers: ETagHeader } }, errors: [404, 409]
+    responses: { 200: { description: 'the object in its new state', schema: ObjectBody, headers: ETagHeader } }, errors: [404, 409],
+    example: { summary: 'Send the pole to review', params: { id: '{objectId}' }, body: { targetState: 'review', comment: 'ready for review' }, status: 200, after: ['patchObject'] }
   }, async ctx => {
     const o = await workflows.transitionObject(service(ctx), ctx.params.id, ctx.request.body, readIfMatch(ctx))
     setVersionHeaders(ctx, o.version)
@@ -80,7 +98,8 @@ export const registerWorkflowRoutes: RouteRegistrar = (router, guards) => {
     summary: 'Every transition from the current state, allowed or not, with each guard\'s outcome and reason',
     description: 'Needs objects:read. Evaluates every guard of every transition from the current state for the caller, without moving the object: evaluated is the guard\'s outcome and reason says why in words.',
     pathParams: idParam,
-    responses: { 200: { description: 'the explanation', schema: S.ExplainBody } }, errors: [404]
+    responses: { 200: { description: 'the explanation', schema: S.ExplainBody } }, errors: [404],
+    example: { summary: 'What the caller may do with the pole next', params: { id: '{objectId}' }, status: 200 }
   }, async ctx => {
     ctx.body = await workflows.explainTransitions(service(ctx), ctx.params.id)
   })

@@ -1,0 +1,25 @@
+import type { Feature } from '../../lib/license/index.js'
+import type { GraphqlContext } from './context.js'
+import type { GraphqlModule } from './common.js'
+
+type Resolver = (parent: any, args: any, ctx: GraphqlContext, info: any) => unknown
+
+/**
+ * License feature switches on fields (CONTRACT "Licensing": a switched-off module answers
+ * FEATURE_DISABLED): each field first runs the check REST's `RouteSpec.feature` runs
+ * (license.assertFeature), once per request and feature (GraphqlContext.requireFeature).
+ */
+export function gated (feature: Feature, fields: Record<string, Resolver>): Record<string, Resolver> {
+  return Object.fromEntries(Object.entries(fields).map(([name, resolve]) => [name, async (p: unknown, a: unknown, c: GraphqlContext, i: unknown) => {
+    await c.requireFeature(feature)
+    return resolve(p, a, c, i)
+  }]))
+}
+
+/** A module's resolvers with its root fields (Query, Mutation) behind its feature, if it has one. */
+export function moduleResolvers (m: GraphqlModule): Record<string, any> {
+  if (m.feature === undefined) return m.resolvers
+  const out = { ...m.resolvers }
+  for (const root of ['Query', 'Mutation']) if (out[root] !== undefined) out[root] = gated(m.feature, out[root])
+  return out
+}
