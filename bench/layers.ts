@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process'
-import { readFileSync } from 'node:fs'
+import { readFileSync, writeFileSync } from 'node:fs'
 import type { Db } from '../lib/db.js'
 import { compare, row, throughput } from './support.js'
 
@@ -13,11 +13,22 @@ const N = 100_000
 // Points over about 0.8 x 0.4 degrees (Berlin): a z10 tile holds some 20,000 of them.
 const AREA = { x: 13.0, y: 52.3, w: 0.8, h: 0.4 }
 
-async function api (d: LayerBenchDeps, method: string, path: string, body?: unknown): Promise<any> {
-  const r = await fetch(d.baseUrl + path, { method, headers: { Authorization: `Bearer ${d.tokenFor(TENANT)}`, 'Content-Type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) })
+// One token per tenant for the whole run: the client signs once (as a real one does), and the
+// API verifies it once (lib/access keeps verified tokens).
+const tokens = new Map<string, string>()
+function bearer (d: LayerBenchDeps, tenant: string): string {
+  let t = tokens.get(tenant)
+  if (t === undefined) tokens.set(tenant, t = `Bearer ${d.tokenFor(tenant)}`)
+  return t
+}
+
+async function apiAs (d: LayerBenchDeps, tenant: string, method: string, path: string, body?: unknown): Promise<any> {
+  const r = await fetch(d.baseUrl + path, { method, headers: { Authorization: bearer(d, tenant), 'Content-Type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) })
   if (r.status >= 300) throw new Error(`${method} ${path}: ${r.status} ${await r.text()}`)
   return r.json()
 }
+
+const api = (d: LayerBenchDeps, method: string, path: string, body?: unknown): Promise<any> => apiAs(d, TENANT, method, path, body)
 
 /** The dataset, seeded once by SQL (objects, their first versions, and the counter deltas writes would add). */
 async function dataset (d: LayerBenchDeps): Promise<string> {
@@ -69,14 +80,69 @@ const TILE_SQL = `
   ) t WHERE t.geom IS NOT NULL`
 
 async function get (d: LayerBenchDeps, path: string): Promise<void> {
-  const r = await fetch(d.baseUrl + path, { headers: { Authorization: `Bearer ${d.tokenFor(TENANT)}` } })
+  const r = await fetch(d.baseUrl + path, { headers: { Authorization: bearer(d, TENANT) } })
   if (r.status !== 200) throw new Error(`${path}: ${r.status}`)
   await r.arrayBuffer()
 }
 
-function rssMb (pid: number): number {
-  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))
+/** VmRSS (resident now) or VmHWM (the peak since start or since the last reset) of a process, in MB. */
+function memMb (pid: number, field: 'VmRSS' | 'VmHWM' = 'VmRSS'): number {
+  const m = new RegExp(`${field}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${pid}/status`, 'utf8'))
   return m === null ? 0 : Number(m[1]) / 1024
+}
+
+/** Resets the process's VmHWM to its current RSS (Linux clear_refs 5); false when not allowed. */
+function resetPeak (pid: number): boolean {
+  try { writeFileSync(`/proc/${pid}/clear_refs`, '5'); return true } catch { return false }
+}
+
+/** Streams `path` and counts its lines without keeping them. */
+async function countLines (d: LayerBenchDeps, path: string): Promise<number> {
+  const r = await fetch(d.baseUrl + path, { headers: { Authorization: bearer(d, MILLION_TENANT) } })
+  if (r.status !== 200 || r.body === null) throw new Error(`${path}: ${r.status}`)
+  let lines = 0
+  for await (const chunk of r.body) for (const b of chunk as Uint8Array) if (b === 10) lines++
+  return lines
+}
+
+const MILLION_TENANT = 'bench-layers-1m'
+const MILLION = 1_000_000
+
+/**
+ * A million points in a tenant of their own (current rows and counter deltas; no history: the
+ * stream reads current objects), by one INSERT ... SELECT; then the API process's peak RSS while
+ * it streams all of them as NDJSON, over its RSS just before.
+ */
+async function millionStream (d: LayerBenchDeps): Promise<string[]> {
+  const type = await apiAs(d, MILLION_TENANT, 'POST', '/v1/object-types', { key: `site_${Date.now()}`, name: 'Site', attributeSchema: { type: 'object' } })
+  await apiAs(d, MILLION_TENANT, 'POST', `/v1/object-types/${type.id}/publish`, { to: 'published' })
+  const t0 = Date.now()
+  await d.db.raw(`
+    WITH o AS (
+      INSERT INTO objects (id, tenant_id, type_id, type_version, public_id, attributes, geom, workflow_state, version, valid_from, created_at, updated_at)
+      SELECT gen_random_uuid(), ?, ?, 1, 'site-' || i, jsonb_build_object('name', 'site ' || i, 'height', i % 97),
+        ST_SetSRID(ST_MakePoint(? + random() * ?, ? + random() * ?), 4326), NULL, 1, now(), now(), now()
+      FROM generate_series(1, ?) i RETURNING 1
+    )
+    INSERT INTO counter_deltas (tenant_id, counter, bucket, delta)
+    SELECT ?, c, ?, (SELECT count(*) FROM o) FROM unnest(ARRAY['objects', 'object_changes']) c`,
+  [MILLION_TENANT, type.id, AREA.x, AREA.w, AREA.y, AREA.h, MILLION, MILLION_TENANT, type.id])
+  const seeded = (Date.now() - t0) / 1000
+  await apiAs(d, MILLION_TENANT, 'POST', '/v1/layers/definitions', { name: 'million', slug: 'million', cacheTtlSeconds: 0, definition: { filters: { typeId: type.id }, fields: ['attributes.name', 'attributes.height'] } })
+  const idle = memMb(d.apiPid)
+  const hwm = resetPeak(d.apiPid)
+  let peak = idle
+  const sampler = setInterval(() => { peak = Math.max(peak, memMb(d.apiPid)) }, 10)
+  const s0 = Date.now()
+  const lines = await countLines(d, '/v1/layers/objects/stream?layer=million')
+  const secs = (Date.now() - s0) / 1000
+  clearInterval(sampler)
+  if (hwm) peak = Math.max(peak, memMb(d.apiPid, 'VmHWM'))
+  if (lines !== MILLION) throw new Error(`the million stream gave ${lines} lines`)
+  return [
+    `NDJSON 1M features (seeded in ${seeded.toFixed(0)} s): ${secs.toFixed(1)} s, ${(MILLION / secs).toFixed(0)} features/s`,
+    `NDJSON 1M API RSS: before ${idle.toFixed(0)} MB, peak ${peak.toFixed(0)} MB${hwm ? ' (VmHWM)' : ' (sampled)'}: +${(peak - idle).toFixed(0)} MB  (goal < +150)`
+  ]
 }
 
 /** COPY of the stream's rows to psql's stdout (discarded): the floor for NDJSON. */
@@ -87,11 +153,13 @@ function copyOut (databaseUrl: string, sql: string): Promise<void> {
   })
 }
 
-export async function benchLayers (d: LayerBenchDeps): Promise<string[]> {
+/** Prints each figure as soon as it is measured. BENCH_LAYERS_MILLION=0 skips the 1M stream (its seeding takes minutes). */
+export async function benchLayers (d: LayerBenchDeps, log: (line: string) => void): Promise<void> {
   const typeId = await dataset(d)
   await layer(d, 'cold', typeId, 0)
   await layer(d, 'warm', typeId, 3600)
-  const out: string[] = [`layers: ${N} points; tiles cold (cache off) at c1, warm at c10 (cache hit)`]
+  const out = { push: (...lines: string[]) => { for (const l of lines) log(l) } }
+  out.push(`layers: ${N} points; tiles cold (cache off) at c1, warm at c10 (cache hit)`)
   const conn = await d.db.client.acquireConnection()
   try {
     await conn.query('SET max_parallel_workers_per_gather = 0')
@@ -128,14 +196,9 @@ export async function benchLayers (d: LayerBenchDeps): Promise<string[]> {
   const copySql = `SELECT json_build_object('type', 'Feature', 'id', o.id, 'geometry', ST_AsGeoJSON(o.geom)::json, 'properties',
     json_build_object('attributes', jsonb_build_object('name', o.attributes #> '{name}', 'height', o.attributes #> '{height}')))::text
     FROM objects o WHERE o.tenant_id = '${TENANT}' AND o.deleted_at IS NULL AND o.type_id = '${typeId}'`
-  const idle = rssMb(d.apiPid)
-  let peak = idle
-  const sampler = setInterval(() => { peak = Math.max(peak, rssMb(d.apiPid)) }, 20)
   const s = await compare(d.rounds,
     async () => { const t0 = Date.now(); await get(d, '/v1/layers/objects/stream?layer=cold'); return N / ((Date.now() - t0) / 1000) },
     async () => { const t0 = Date.now(); await copyOut(d.databaseUrl, copySql); return N / ((Date.now() - t0) / 1000) })
-  clearInterval(sampler)
   out.push(row('NDJSON stream vs COPY of the same rows', s, 'features/s'))
-  out.push(`NDJSON API RSS: idle ${idle.toFixed(0)} MB, peak while streaming ${peak.toFixed(0)} MB (+${(peak - idle).toFixed(0)} MB)`)
-  return out
+  if (process.env.BENCH_LAYERS_MILLION !== '0') out.push(...await millionStream(d))
 }
