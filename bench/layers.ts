@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process'
 import { readFileSync, writeFileSync } from 'node:fs'
 import type { Db } from '../lib/db.js'
 import { compare, row, throughput } from './support.js'
+import { seedCity } from './city.js'
 
 // Layers (issue 8): tiles cold (cache off) and warm, a GeoJSON bbox page, the NDJSON stream,
 // each next to the best direct SQL for the same answer, on 100,000 points of its own tenant.
@@ -97,44 +98,30 @@ function resetPeak (pid: number): boolean {
 }
 
 /** Streams `path` and counts its lines without keeping them. */
-async function countLines (d: LayerBenchDeps, path: string): Promise<number> {
-  const r = await fetch(d.baseUrl + path, { headers: { Authorization: bearer(d, MILLION_TENANT) } })
+async function countLines (d: LayerBenchDeps, tenant: string, path: string): Promise<number> {
+  const r = await fetch(d.baseUrl + path, { headers: { Authorization: bearer(d, tenant) } })
   if (r.status !== 200 || r.body === null) throw new Error(`${path}: ${r.status}`)
   let lines = 0
   for await (const chunk of r.body) for (const b of chunk as Uint8Array) if (b === 10) lines++
   return lines
 }
 
-const MILLION_TENANT = 'bench-layers-1m'
 const MILLION = 1_000_000
 
 /**
- * A million points in a tenant of their own (current rows and counter deltas; no history: the
- * stream reads current objects), by one INSERT ... SELECT; then the API process's peak RSS while
- * it streams all of them as NDJSON, over its RSS just before.
+ * The API process's peak RSS while it streams a million features as NDJSON (over its RSS just
+ * before), on the core bench's million-object tenant (bench/city.ts, seeded by COPY).
  */
 async function millionStream (d: LayerBenchDeps): Promise<string[]> {
-  const type = await apiAs(d, MILLION_TENANT, 'POST', '/v1/object-types', { key: `site_${Date.now()}`, name: 'Site', attributeSchema: { type: 'object' } })
-  await apiAs(d, MILLION_TENANT, 'POST', `/v1/object-types/${type.id}/publish`, { to: 'published' })
-  const t0 = Date.now()
-  await d.db.raw(`
-    WITH o AS (
-      INSERT INTO objects (id, tenant_id, type_id, type_version, public_id, attributes, geom, workflow_state, version, valid_from, created_at, updated_at)
-      SELECT gen_random_uuid(), ?, ?, 1, 'site-' || i, jsonb_build_object('name', 'site ' || i, 'height', i % 97),
-        ST_SetSRID(ST_MakePoint(? + random() * ?, ? + random() * ?), 4326), NULL, 1, now(), now(), now()
-      FROM generate_series(1, ?) i RETURNING 1
-    )
-    INSERT INTO counter_deltas (tenant_id, counter, bucket, delta)
-    SELECT ?, c, ?, (SELECT count(*) FROM o) FROM unnest(ARRAY['objects', 'object_changes']) c`,
-  [MILLION_TENANT, type.id, AREA.x, AREA.w, AREA.y, AREA.h, MILLION, MILLION_TENANT, type.id])
-  const seeded = (Date.now() - t0) / 1000
-  await apiAs(d, MILLION_TENANT, 'POST', '/v1/layers/definitions', { name: 'million', slug: 'million', cacheTtlSeconds: 0, definition: { filters: { typeId: type.id }, fields: ['attributes.name', 'attributes.height'] } })
+  const city = await seedCity(d.db, d.databaseUrl, MILLION, 2)
+  const seeded = city.seedMs / 1000
+  await apiAs(d, city.tenantId, 'POST', '/v1/layers/definitions', { name: 'million', slug: 'million', cacheTtlSeconds: 0, definition: { fields: ['attributes.name', 'attributes.height'] } })
   const idle = memMb(d.apiPid)
   const hwm = resetPeak(d.apiPid)
   let peak = idle
   const sampler = setInterval(() => { peak = Math.max(peak, memMb(d.apiPid)) }, 10)
   const s0 = Date.now()
-  const lines = await countLines(d, '/v1/layers/objects/stream?layer=million')
+  const lines = await countLines(d, city.tenantId, '/v1/layers/objects/stream?layer=million')
   const secs = (Date.now() - s0) / 1000
   clearInterval(sampler)
   if (hwm) peak = Math.max(peak, memMb(d.apiPid, 'VmHWM'))
