@@ -159,10 +159,12 @@ export async function benchLayers (d: LayerBenchDeps, log: (line: string) => voi
     await conn.query('SET max_parallel_workers_per_gather = 0')
     for (const [z, count] of [[10, 12], [12, 60], [14, 300]] as const) {
       const tiles = randomTiles(z, count)
+      const cpu0 = cpuMs(d.apiPid)
       const r = await compare(d.rounds,
         () => throughput(count, 1, i => get(d, `/v1/layers/tiles/cold/${tiles[i].join('/')}.mvt`)),
         () => throughput(count, 1, async i => { await conn.query(d.db.raw(TILE_SQL, [...tiles[i], TENANT, typeId]).toSQL().toNative().sql, [...tiles[i], TENANT, typeId]) }))
       out.push(row(`tile z${z} cold: API vs direct SQL, c1`, r, 'tiles/s'))
+      out.push(`  API CPU per cold tile (the database's work not included): ${((cpuMs(d.apiPid) - cpu0) * 1000 / (count * d.rounds)).toFixed(0)} us`)
     }
   } finally {
     await d.db.client.releaseConnection(conn)
