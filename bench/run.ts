@@ -83,7 +83,7 @@ try {
   if (wants('automation')) await benchAutomation({ ...ctx, env }, line => console.log(line))
   if (wants('license')) await benchLicense(db, DATABASE_URL, ROUNDS, line => console.log(line))
   if (wants('graphql')) for (const line of await benchGraphql(ctx)) console.log(line)
-  if (wants('layers')) for (const line of await benchLayers({ ...ctx, apiPid: api.pid ?? 0 })) console.log(line)
+  if (wants('layers')) await benchLayers({ ...ctx, apiPid: api.pid ?? 0 }, line => console.log(line))
   if (wants('merkle')) await benchMerkle(ctx, line => console.log(line))
 } finally {
   api.kill('SIGTERM')

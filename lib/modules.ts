@@ -4,3 +4,5 @@
 import './workflows/hooks.js'
 // License: expiry and quotas on every write, query runs counted (lib/license README).
 import './license/hooks.js'
+// Layers: an object write drops the cached change counters the layer ETags derive from, in every process.
+import './layers/changes.js'

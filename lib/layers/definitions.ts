@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import type { ServiceContext } from '../context.js'
-import { isUuid } from '../db.js'
+import { isUuid, runStatements } from '../db.js'
 import { notFound } from '../errors.js'
 import { parse, parseQuery } from '../validation.js'
 import { assertStorable } from '../storable.js'
@@ -8,6 +8,7 @@ import { page, type Page } from '../schemas.js'
 import * as access from '../access/index.js'
 import { runWrite, type WriteScope } from '../pipeline.js'
 import * as counters from '../counters/index.js'
+import { changedStatement, TenantSettingsCache } from '../settings/index.js'
 import * as schema from './schema.js'
 import * as sql from './sql.js'
 import { layerFilter, parseFields } from './selection.js'
@@ -34,8 +35,15 @@ function validateDefinition (def: sql.LayerDefinition | undefined): void {
 
 const LIVE_DELTA = { created: 1, updated: 0, deleted: -1 } as const
 
-/** Audit, outbox and the live-layer count (license layer_count) of one change. */
-function record (w: WriteScope, type: 'created' | 'updated' | 'deleted', row: sql.LayerRow, dto: LayerDto): void {
+// The exports read a layer on every request (a tile, a page): its row is kept per tenant and
+// key (slug or id, as requested), unknown keys too (null), until a layer write of the tenant
+// commits: its transaction NOTIFYs every process (lib/settings), and the writer drops its own
+// entries right after COMMIT, so its next request already sees the change.
+const layerCache = new TenantSettingsCache<sql.LayerRow | null>('layers')
+
+/** Audit, outbox, the live-layer count (license layer_count) and the cache notice of one change. */
+async function record (w: WriteScope, tenantId: string, type: 'created' | 'updated' | 'deleted', row: sql.LayerRow, dto: LayerDto): Promise<void> {
+  await runStatements(w.tx, [changedStatement('layers', tenantId)])
   w.record({
     counts: [{ counter: counters.LAYERS, delta: LIVE_DELTA[type] }],
     audit: { type: `layer.${type}`, resourceType: 'layer', resourceId: row.id, data: { slug: row.slug, version: row.version } },
@@ -54,14 +62,20 @@ export async function createLayer (ctx: ServiceContext, body: unknown): Promise<
       definition: input.definition ?? {}, cache_ttl_seconds: input.cacheTtlSeconds ?? null
     })
     const dto = toLayerDto(row, ctx.config.layerCacheTtlSeconds)
-    record(w, 'created', row, dto)
+    await record(w, ctx.tenantId, 'created', row, dto)
     return dto
-  })
+  }).finally(() => layerCache.forget(ctx.db, ctx.tenantId))
 }
 
 /** By id or by slug, or 404. */
 export async function findLayer (ctx: ServiceContext, key: string, db = ctx.db, lock = false): Promise<sql.LayerRow> {
   return (await sql.findLayer(db, ctx.tenantId, key, isUuid(key), lock)) ?? notFound('layer', key)
+}
+
+/** The same from this process's cache (the exports' read): the row is shared, never to be changed. */
+export async function cachedLayer (ctx: ServiceContext, key: string): Promise<sql.LayerRow> {
+  const row = await layerCache.get(ctx.db, ctx.tenantId, () => sql.findLayer(ctx.db, ctx.tenantId, key, isUuid(key)), key)
+  return row ?? notFound('layer', key)
 }
 
 export async function getLayer (ctx: ServiceContext, key: string): Promise<LayerDto> {
@@ -91,15 +105,15 @@ export async function patchLayer (ctx: ServiceContext, key: string, body: unknow
       cache_ttl_seconds: input.cacheTtlSeconds ?? current.cache_ttl_seconds
     })
     const dto = toLayerDto(row, ctx.config.layerCacheTtlSeconds)
-    record(w, 'updated', row, dto)
+    await record(w, ctx.tenantId, 'updated', row, dto)
     return dto
-  })
+  }).finally(() => layerCache.forget(ctx.db, ctx.tenantId))
 }
 
 export async function deleteLayer (ctx: ServiceContext, key: string): Promise<void> {
   await runWrite(ctx, { resource: 'layers', action: 'write' }, async w => {
     const current = await findLayer(ctx, key, w.tx, true)
     await sql.deleteLayer(w.tx, ctx.tenantId, current.id)
-    record(w, 'deleted', current, toLayerDto(current, ctx.config.layerCacheTtlSeconds))
-  })
+    await record(w, ctx.tenantId, 'deleted', current, toLayerDto(current, ctx.config.layerCacheTtlSeconds))
+  }).finally(() => layerCache.forget(ctx.db, ctx.tenantId))
 }

@@ -1,4 +1,6 @@
-import type { Queryable } from '../db.js'
+import { createHash } from 'node:crypto'
+import { escapeLiteral } from 'pg'
+import { prepared, type Queryable } from '../db.js'
 import * as objects from '../objects/index.js'
 import * as queries from '../queries/index.js'
 import { featureSql, mvtAttributesSql, type FieldSelection } from './selection.js'
@@ -44,22 +46,49 @@ export async function featureById (db: Queryable, s: Scope, fields: FieldSelecti
   return r.rows[0]?.f ?? null
 }
 
-/** The NDJSON stream's statement: one Feature's text per row, in no particular order. */
-export function streamStatement (s: Scope, fields: FieldSelection): Fragment {
-  return sql`SELECT ${featureSql(fields)}::text AS f FROM ${source(s)} o WHERE ${s.where}`
+/**
+ * The NDJSON stream's statement: `COPY (one Feature's JSON text per row) TO STDOUT`, in no
+ * particular order. COPY runs by the simple query protocol, which takes no bindings: each is
+ * written into the text as a quoted literal (pg's escapeLiteral), which PostgreSQL types from
+ * context exactly as it does an untyped binding.
+ */
+export function streamCopyStatement (s: Scope, fields: FieldSelection): string {
+  const f = sql`SELECT ${featureSql(fields)}::text FROM ${source(s)} o WHERE ${s.where}`
+  let i = 0
+  const text = f.text.replace(/\?/g, () => literal(f.params[i++]))
+  if (i !== f.params.length) throw new Error('streamCopyStatement: bindings and placeholders differ')
+  return `COPY (${text}) TO STDOUT`
+}
+
+function literal (v: unknown): string {
+  if (v === null) return 'NULL'
+  if (typeof v === 'string') return escapeLiteral(v)
+  if (typeof v === 'number' || typeof v === 'boolean') return escapeLiteral(String(v))
+  if (v instanceof Date) return escapeLiteral(v.toISOString())
+  if (Array.isArray(v) && v.every(e => typeof e === 'string' || typeof e === 'number')) {
+    return escapeLiteral(`{${v.map(e => `"${String(e).replace(/[\\"]/g, c => '\\' + c)}"`).join(',')}}`)
+  }
+  throw new Error(`streamCopyStatement: cannot write a ${typeof v} binding as a literal`)
 }
 
 export interface TileRequest { z: number, x: number, y: number, layerName: string }
 
 /**
- * One Mapbox Vector Tile (extent 4096, buffer 64). Candidates come from the GiST index by the
- * tile's lon/lat box widened by the buffer; ST_AsMVTGeom clips and quantizes in 3857. Properties:
- * id, typeId, publicId, workflowState and the selected attributes (CONTRACT). Runs with parallel
- * plans off (STACK.md: each parallel worker re-initialises PROJ, about 4x slower).
+ * One Mapbox Vector Tile (extent 4096, buffer 64). Candidates come from the tenant's GiST index
+ * by the tile's lon/lat box widened by the buffer; ST_AsMVTGeom clips and quantizes in 3857.
+ * Properties: id, typeId, publicId, workflowState and the selected attributes (CONTRACT).
+ *
+ * One round trip, planned once per connection: a named prepared statement (its text depends
+ * only on the layer's filter and field shapes, the values are bindings). Plans stay serial
+ * (STACK.md: each parallel worker re-initialises PROJ, about 4x slower) because the statement
+ * calls set_config, which is PARALLEL UNSAFE: PostgreSQL then plans the whole statement without
+ * parallel workers (and the setting, local to the statement's own transaction, says so too).
  */
 export async function renderTile (db: Queryable, s: Scope, fields: FieldSelection, t: TileRequest): Promise<Buffer> {
-  const statement = sql`
-    WITH env AS MATERIALIZED (SELECT ST_TileEnvelope(${t.z}, ${t.x}, ${t.y}) AS m),
+  const f = sql`
+    WITH env AS MATERIALIZED (
+      SELECT ST_TileEnvelope(${t.z}, ${t.x}, ${t.y}) AS m, set_config('max_parallel_workers_per_gather', '0', true) AS serial
+    ),
     box AS MATERIALIZED (
       SELECT env.m, ST_Expand(g, (ST_XMax(g) - ST_XMin(g)) * 64 / 4096.0) AS g
       FROM env, LATERAL (SELECT ST_Transform(env.m, 4326) AS g) l
@@ -70,16 +99,8 @@ export async function renderTile (db: Queryable, s: Scope, fields: FieldSelectio
         ${mvtAttributesSql(fields)} AS attrs
       FROM ${source(s)} o, box WHERE o.geom && box.g AND ${s.where}
     ) t WHERE t.geom IS NOT NULL`
-  const tile = await withSerialPlans(db, tx => run(tx, statement))
-  return tile.rows[0]?.tile ?? Buffer.alloc(0)
-}
-
-async function withSerialPlans<T> (db: Queryable, fn: (tx: Queryable) => Promise<T>): Promise<T> {
-  const inTx = async (tx: Queryable) => {
-    await tx.raw('SET LOCAL max_parallel_workers_per_gather = 0')
-    return fn(tx)
-  }
-  return db.isTransaction ? inTx(db) : (db as import('../db.js').Db).transaction(inTx)
+  const r = await prepared(db, `layers.tile.${createHash('sha1').update(f.text).digest('base64url')}`, f.text, f.params)
+  return r.rows[0]?.tile ?? Buffer.alloc(0)
 }
 
 export interface Extent { bbox: [number, number, number, number] | null, firstUpdate: string | null, lastUpdate: string | null }

@@ -2,14 +2,14 @@ import type { ServiceContext } from '../context.js'
 import { AppError, validationError } from '../errors.js'
 import { parseQuery } from '../validation.js'
 import * as access from '../access/index.js'
-import * as counters from '../counters/index.js'
 import * as schema from './schema.js'
 import * as sql from './sql.js'
 import * as exportSql from './export-sql.js'
-import { and, layerFilter, parseFields, requestFilter, whereSql, type FieldSelection } from './selection.js'
-import { findLayer } from './definitions.js'
+import { ALL_FIELDS, and, layerFilter, parseFields, requestFilter, whereSql, type FieldSelection } from './selection.js'
+import { cachedLayer } from './definitions.js'
+import { changeCount } from './changes.js'
 import { matchesIfNoneMatch, renderKey, type RenderCache } from './cache.js'
-import type { FilterNode } from '../queries/index.js'
+import type { FilterNode, Fragment } from '../queries/index.js'
 
 // Exports of a layer's selection: GeoJSON pages, the NDJSON stream's statement, tiles. Each
 // request is first "planned": the layer, the selection, and the cache key / ETag built from
@@ -42,6 +42,20 @@ function typeBuckets (layer: sql.LayerRow | null, typeId: string | undefined): s
   return ids.length === 0 ? null : [...new Set(ids)]
 }
 
+// A layer's own filter tree and fields, parsed once per (cached, immutable) row.
+interface CompiledLayer { filter: FilterNode | null, where: Fragment, fields: FieldSelection }
+const compiledLayers = new WeakMap<sql.LayerRow, CompiledLayer>()
+
+function compiled (layer: sql.LayerRow): CompiledLayer {
+  let c = compiledLayers.get(layer)
+  if (c === undefined) {
+    const filter = layerFilter(layer.definition)
+    c = { filter, where: whereSql(filter), fields: parseFields(layer.definition.fields ?? [], i => `definition.fields[${i}]`) }
+    compiledLayers.set(layer, c)
+  }
+  return c
+}
+
 /**
  * Resolves the layer and the selection and derives the cache key. Order matters: the change
  * counter is read BEFORE any rendering, so a rendering is never older than the key it is kept
@@ -52,16 +66,16 @@ export async function plan (ctx: ServiceContext, kind: string, p: ExportParams, 
   // Exports need objects:read (CONTRACT); it is all of the caller's permissions that shapes the
   // answer, and it is checked here, before any cache lookup or 304.
   await access.authorize(ctx, 'objects', 'read')
-  const layer = p.layer === undefined ? null : await findLayer(ctx, p.layer)
-  const fieldNames = p.fields !== undefined ? p.fields.split(',').map(s => s.trim()) : layer?.definition.fields ?? []
-  const fields = parseFields(fieldNames, i => p.fields !== undefined ? 'fields' : `definition.fields[${i}]`)
-  const filter = and([layer === null ? null : layerFilter(layer.definition), requestFilter(p), extra.filter ?? null])
-  const changes = await counters.total(ctx.db, ctx.tenantId, counters.OBJECT_CHANGES, typeBuckets(layer, p.typeId))
+  const layer = p.layer === undefined ? null : await cachedLayer(ctx, p.layer)
+  const own = layer === null ? null : compiled(layer)
+  const fields = p.fields !== undefined ? parseFields(p.fields.split(',').map(s => s.trim()), () => 'fields') : own?.fields ?? ALL_FIELDS
+  const filter = and([own?.filter ?? null, requestFilter(p), extra.filter ?? null])
+  const changes = await changeCount(ctx, typeBuckets(layer, p.typeId))
   const ttl = layer?.cache_ttl_seconds ?? ctx.config.layerCacheTtlSeconds
   const { key, etag } = renderKey(ctx.tenantId, [
     kind, layer?.id ?? null, layer?.version ?? null, changes, p.typeId ?? null, p.bbox ?? null, fields, p.asOf ?? null, ...(extra.parts ?? [])
   ])
-  return { layer, scope: { tenantId: ctx.tenantId, asOf: p.asOf, where: whereSql(filter) }, fields, ttl, key, etag }
+  return { layer, scope: { tenantId: ctx.tenantId, asOf: p.asOf, where: own !== null && filter === own.filter ? own.where : whereSql(filter) }, fields, ttl, key, etag }
 }
 
 /**

@@ -1,5 +1,5 @@
 import { Transform, pipeline, type Readable } from 'node:stream'
-import QueryStream from 'pg-query-stream'
+import { to as copyTo } from 'pg-copy-streams'
 import type pg from 'pg'
 import type { ServiceContext } from '../context.js'
 import { parseQuery } from '../validation.js'
@@ -8,40 +8,64 @@ import * as exportSql from './export-sql.js'
 import { plan, type ExportParams } from './exports.js'
 import { matchesIfNoneMatch } from './cache.js'
 
-// GET /v1/layers/objects/stream: NDJSON, one Feature per line, from a server-side cursor
-// (pg-query-stream) on a connection of its own. Memory stays flat whatever the count: rows are
-// fetched BATCH at a time, and only when the HTTP response has drained (stream backpressure).
-// A client that goes away destroys the pipeline: the cursor is closed and the connection
-// returned (or dropped, when closing failed).
-
-const BATCH = 500
+// GET /v1/layers/objects/stream: NDJSON, one Feature per line, by `COPY (SELECT feature::text)
+// TO STDOUT` on a connection of its own (pg-copy-streams). PostgreSQL writes the lines; the
+// server passes COPY's bytes through (undoing COPY's text escaping, below) without looking at
+// rows. Memory stays flat whatever the count: COPY's data is read from the socket only when the
+// HTTP response has drained (stream backpressure; PostgreSQL then waits on its socket).
+// A client that goes away destroys the pipeline: the backend is terminated (a COPY cannot be
+// stopped otherwise) and the connection dropped by the pool.
 
 export interface FeatureStream { etag: string, maxAge: number, stream: Readable | null }
 
-type PooledClient = pg.Client & { __knex__disposed?: unknown, readyForQuery?: boolean }
+type PooledClient = pg.Client & { __knex__disposed?: unknown, processID: number }
 
 export async function featureStream (ctx: ServiceContext, query: Record<string, unknown>, ifNoneMatch?: string): Promise<FeatureStream> {
   const q = parseQuery<ExportParams>(schema.StreamQuery, query)
   const pl = await plan(ctx, 'ndjson', q)
   const head = { etag: pl.etag, maxAge: pl.ttl }
   if (matchesIfNoneMatch(ifNoneMatch, pl.etag)) return { ...head, stream: null }
-  const statement = exportSql.streamStatement(pl.scope, pl.fields)
-  const native = ctx.db.raw(statement.text, statement.params).toSQL().toNative()
+  const statement = exportSql.streamCopyStatement(pl.scope, pl.fields)
   const client = ctx.db.client as { acquireConnection: () => Promise<PooledClient>, releaseConnection: (c: PooledClient) => Promise<void> }
   const conn = await client.acquireConnection()
-  const rows = conn.query(new QueryStream(native.sql, native.bindings as unknown[], { batchSize: BATCH }))
-  const lines = new Transform({
-    writableObjectMode: true,
-    transform (row: { f: string }, _enc, done) { done(null, row.f + '\n') }
-  })
+  const rows = conn.query(copyTo(statement))
+  const lines = copyTextDecoder()
   pipeline(rows, lines, err => {
-    if (err) {
-      // Closed early (client gone) or failed. The cursor's close leaves the connection ready for
-      // the next query; if it did not, the pool must drop it rather than hand it out again.
-      if (conn.readyForQuery !== true) conn.__knex__disposed ??= 'NDJSON stream ended early'
-      ctx.log.debug({ err: { message: err.message } }, 'NDJSON stream ended early')
-    }
-    void client.releaseConnection(conn)
+    if (err === undefined || err === null) { void client.releaseConnection(conn); return }
+    // Closed early (client gone) or failed: the connection may be mid-COPY, which only ends
+    // with the backend. Terminate it (waiting up to 5 s for it to go), and let the pool drop
+    // the connection rather than hand it out again.
+    conn.__knex__disposed ??= 'NDJSON stream ended early'
+    ctx.log.debug({ err: { message: err.message } }, 'NDJSON stream ended early')
+    ctx.db.raw('SELECT pg_terminate_backend(?, 5000)', [conn.processID])
+      .catch(e => ctx.log.warn({ err: { message: (e as Error).message } }, 'could not end an abandoned NDJSON stream'))
+      .finally(() => { void client.releaseConnection(conn) })
   })
   return { ...head, stream: lines }
+}
+
+const BACKSLASH = 0x5c
+const UNESCAPED: Record<number, number> = { 0x5c: 0x5c, 0x6e: 0x0a, 0x72: 0x0d, 0x74: 0x09, 0x62: 0x08, 0x66: 0x0c, 0x76: 0x0b }
+
+/**
+ * COPY's text format escapes a backslash in the data as `\\` (and control characters, which
+ * JSON text never holds raw, as `\n`, `\t`, ...); rows end in a newline, exactly NDJSON's.
+ * This undoes the escapes over the byte stream: chunks without a backslash (most) pass as they
+ * are, and an escape split across two chunks is carried over.
+ */
+export function copyTextDecoder (): Transform {
+  let carry = false
+  return new Transform({
+    transform (chunk: Buffer, _enc, done) {
+      if (!carry && chunk.indexOf(BACKSLASH) === -1) { done(null, chunk); return }
+      const out = Buffer.allocUnsafe(chunk.length)
+      let n = 0
+      for (let i = 0; i < chunk.length; i++) {
+        const b = chunk[i]
+        if (carry) { out[n++] = UNESCAPED[b] ?? b; carry = false } else if (b === BACKSLASH) carry = true
+        else out[n++] = b
+      }
+      done(null, out.subarray(0, n))
+    }
+  })
 }

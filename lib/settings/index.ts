@@ -11,7 +11,13 @@ import type { Logger } from '../log.js'
 
 const CHANNEL = 'tenant_settings'
 
-export type SettingsKind = 'license' | 'policy'
+/**
+ * What a notification names: a tenant's license or policy, its layer definitions, or its objects
+ * (any object write: the per-type change counters the layer ETags derive from moved).
+ */
+export const SETTINGS_KINDS = ['license', 'policy', 'layers', 'objects'] as const
+export type SettingsKind = typeof SETTINGS_KINDS[number]
+const isKind = (k: string): k is SettingsKind => (SETTINGS_KINDS as readonly string[]).includes(k)
 
 /** The NOTIFY a settings change runs in its transaction. */
 export function changedStatement (kind: SettingsKind, tenantId: string): Statement {
@@ -53,7 +59,7 @@ export async function startSettingsFeed (db: Db, databaseUrl: string, log: Logge
     const c = new pg.Client({ connectionString: databaseUrl })
     c.on('notification', msg => {
       const [kind, ...rest] = (msg.payload ?? '').split(':')
-      if (kind === 'license' || kind === 'policy') emit(feed, kind, rest.join(':'))
+      if (isKind(kind)) emit(feed, kind, rest.join(':'))
     })
     c.on('error', err => { log.warn({ err: { message: err.message } }, 'settings feed lost its connection') })
     c.on('end', () => {
@@ -72,8 +78,7 @@ export async function startSettingsFeed (db: Db, databaseUrl: string, log: Logge
     }
     if (stopped) { await c.end().catch(() => {}); return }
     client = c
-    emit(feed, 'license', null)
-    emit(feed, 'policy', null)
+    for (const kind of SETTINGS_KINDS) emit(feed, kind, null)
     feed.live = true
   }
   await connect()
@@ -88,24 +93,24 @@ export async function startSettingsFeed (db: Db, databaseUrl: string, log: Logge
 }
 
 /**
- * A per-tenant cache of one kind of setting, per pool. Entries live until a change notification
- * (or a feed reconnect) drops them; without a live feed every `get` loads afresh. A load that
- * raced with a notification is not kept (the generation moved on meanwhile).
+ * A per-tenant cache of one kind of setting, per pool; a tenant may hold several entries (`key`:
+ * e.g. one per layer slug). Entries live until a change notification (or a feed reconnect) drops
+ * the tenant's entries, or `maxAgeMs` passed; without a live feed every `get` loads afresh. A
+ * load that raced with a notification is not kept (the generation moved on meanwhile).
  */
 export class TenantSettingsCache<T> {
-  private readonly perDb = new WeakMap<Db, { entries: Map<string, T>, generation: number }>()
+  private readonly perDb = new WeakMap<Db, CacheState<T>>()
 
-  constructor (private readonly kind: SettingsKind, private readonly maxEntries = 10_000) {}
+  constructor (private readonly kind: SettingsKind, private readonly opts: { maxEntries?: number, maxAgeMs?: number } = {}) {}
 
-  private stateOf (db: Db): { entries: Map<string, T>, generation: number } {
+  private stateOf (db: Db): CacheState<T> {
     let s = this.perDb.get(db)
     if (s === undefined) {
-      const state = { entries: new Map<string, T>(), generation: 0 }
+      const state: CacheState<T> = { tenants: new Map(), generation: 0, size: 0 }
       feedOf(db).listeners.add((kind, tenantId) => {
         if (kind !== this.kind) return
         state.generation++
-        if (tenantId === null) state.entries.clear()
-        else state.entries.delete(tenantId)
+        if (tenantId === null) { state.tenants.clear(); state.size = 0 } else drop(state, tenantId)
       })
       this.perDb.set(db, state)
       s = state
@@ -113,24 +118,68 @@ export class TenantSettingsCache<T> {
     return s
   }
 
-  async get (db: Db, tenantId: string, load: () => Promise<T>): Promise<T> {
+  async get (db: Db, tenantId: string, load: () => Promise<T>, key = ''): Promise<T> {
     if (!feedOf(db).live) return load()
     const s = this.stateOf(db)
-    const hit = s.entries.get(tenantId)
-    if (hit !== undefined) return hit
+    const hit = s.tenants.get(tenantId)?.get(key)
+    if (hit !== undefined && (this.opts.maxAgeMs === undefined || performance.now() - hit.at < this.opts.maxAgeMs)) return hit.value
     const generation = s.generation
+    const at = performance.now()
     const value = await load()
     if (generation === s.generation && feedOf(db).live) {
-      if (s.entries.size >= this.maxEntries) s.entries.clear()
-      s.entries.set(tenantId, value)
+      if (s.size >= (this.opts.maxEntries ?? 10_000)) { s.tenants.clear(); s.size = 0 }
+      let entries = s.tenants.get(tenantId)
+      if (entries === undefined) s.tenants.set(tenantId, entries = new Map())
+      if (!entries.has(key)) s.size++
+      entries.set(key, { value, at })
     }
     return value
   }
 
-  /** Drops the tenant's entry in this process at once (its own notification follows shortly). */
+  /** Drops the tenant's entries in this process at once (its own notification follows shortly). */
   forget (db: Db, tenantId: string): void {
     const s = this.stateOf(db)
     s.generation++
-    s.entries.delete(tenantId)
+    drop(s, tenantId)
   }
+}
+
+interface CacheState<T> { tenants: Map<string, Map<string, { value: T, at: number }>>, generation: number, size: number }
+
+function drop (s: CacheState<unknown>, tenantId: string): void {
+  s.size -= s.tenants.get(tenantId)?.size ?? 0
+  s.tenants.delete(tenantId)
+}
+
+/**
+ * Announces a change that was committed WITHOUT `changedStatement` in its transaction (object
+ * writes: a NOTIFY there would serialise every committing write of the database on the notify
+ * queue lock, see lib/outbox). Sent right after the commit from the pool, coalesced: while one
+ * announcement is in flight, the tenants changed meanwhile wait and go together in the next, one
+ * statement however many writes. Its transaction commits asynchronously (synchronous_commit off
+ * for it alone): a notification needs no durability, and the writer's own commit is already
+ * durable. Failures are logged: the caches' `maxAgeMs` bounds what a lost announcement costs.
+ */
+export function announce (db: Db, kind: SettingsKind, tenantId: string, log?: Logger): void {
+  let a = announcers.get(db)
+  if (a === undefined) announcers.set(db, a = { pending: new Set(), busy: false })
+  a.pending.add(`${kind}:${tenantId}`)
+  if (!a.busy) void flush(db, a, log)
+}
+
+interface Announcer { pending: Set<string>, busy: boolean }
+const announcers = new WeakMap<Db, Announcer>()
+
+async function flush (db: Db, a: Announcer, log?: Logger): Promise<void> {
+  a.busy = true
+  while (a.pending.size > 0) {
+    const payloads = [...a.pending]
+    a.pending.clear()
+    try {
+      await db.raw("SELECT set_config('synchronous_commit', 'off', true), pg_notify(?, p) FROM unnest(?::text[]) p", [CHANNEL, payloads])
+    } catch (err) {
+      log?.warn({ err: { message: (err as Error).message } }, 'could not announce a change; other processes notice within their cache age')
+    }
+  }
+  a.busy = false
 }
