@@ -32,7 +32,7 @@ async function sequenceBatch (tx: Tx, tenantId: string): Promise<number> {
     hash = eventHash(previousHash, hashedFields(r, sequence))
     return { id: r.id, sequence, previousHash, hash }
   })
-  await sql.assignSequences(tx, assigned)
+  await sql.assignSequences(tx, tenantId, assigned)
   await sql.moveHead(tx, tenantId, sequence, hash)
   return rows.length
 }

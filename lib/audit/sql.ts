@@ -60,12 +60,12 @@ export async function pendingEvents (tx: Tx, tenantId: string, limit: number): P
   return tx('audit_events').where({ tenant_id: tenantId }).whereNull('sequence').orderBy('arrival').limit(limit).select('*')
 }
 
-export async function assignSequences (tx: Tx, rows: Array<{ id: string, sequence: number, previousHash: string, hash: string }>): Promise<void> {
+export async function assignSequences (tx: Tx, tenantId: string, rows: Array<{ id: string, sequence: number, previousHash: string, hash: string }>): Promise<void> {
   if (rows.length === 0) return
   await tx.raw(`
     UPDATE audit_events a SET sequence = v.sequence, previous_hash = v.previous_hash, hash = v.hash
     FROM jsonb_to_recordset(?::jsonb) AS v(id uuid, sequence bigint, previous_hash text, hash text)
-    WHERE a.id = v.id`, [JSON.stringify(rows.map(r => ({ id: r.id, sequence: r.sequence, previous_hash: r.previousHash, hash: r.hash })))])
+    WHERE a.tenant_id = ? AND a.id = v.id`, [JSON.stringify(rows.map(r => ({ id: r.id, sequence: r.sequence, previous_hash: r.previousHash, hash: r.hash }))), tenantId])
 }
 
 export async function moveHead (tx: Tx, tenantId: string, sequence: number, hash: string): Promise<void> {

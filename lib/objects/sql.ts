@@ -126,13 +126,13 @@ export async function writeVersion (tx: Tx, current: ObjectRow, c: VersionChange
     vf AS MATERIALIZED (SELECT coalesce(${VALID_FROM}, greatest(now.t, ?::timestamptz)) AS t FROM now),
     closed AS (
       UPDATE object_versions SET tx_to = now.t, valid_to = vf.t FROM now, vf
-      WHERE object_id = ? AND version = ?
+      WHERE tenant_id = ? AND object_id = ? AND version = ?
     ),
     o AS (
       UPDATE objects SET attributes = ?::jsonb,
         geom = CASE WHEN ? THEN geom ELSE ST_SetSRID(ST_GeomFromGeoJSON(?::text), 4326) END,
         workflow_state = ?, version = version + 1, valid_from = vf.t, updated_at = now.t
-      FROM now, vf WHERE id = ?
+      FROM now, vf WHERE tenant_id = ? AND id = ?
       RETURNING objects.*
     ),
     v AS (
@@ -140,8 +140,8 @@ export async function writeVersion (tx: Tx, current: ObjectRow, c: VersionChange
       SELECT id, version, tenant_id, type_id, public_id, ?, attributes, geom, workflow_state, created_at, updated_at, valid_from, updated_at, ?::jsonb FROM o
     )
     SELECT ${COLS} FROM o`,
-  [c.validFrom, current.valid_from, current.id, current.version, JSON.stringify(c.attributes), keepGeom,
-    c.geometry == null ? null : JSON.stringify(c.geometry), c.workflowState, current.id, c.operation, JSON.stringify(c.actor)])
+  [c.validFrom, current.valid_from, current.tenant_id, current.id, current.version, JSON.stringify(c.attributes), keepGeom,
+    c.geometry == null ? null : JSON.stringify(c.geometry), c.workflowState, current.tenant_id, current.id, c.operation, JSON.stringify(c.actor)])
   return r.rows[0]
 }
 
@@ -151,17 +151,17 @@ export async function deleteObject (tx: Tx, current: ObjectRow, actor: object): 
     WITH ${NOW},
     vf AS MATERIALIZED (SELECT greatest(now.t, ?::timestamptz) AS t FROM now),
     closed AS (
-      UPDATE object_versions SET tx_to = now.t, valid_to = vf.t FROM now, vf WHERE object_id = ? AND version = ?
+      UPDATE object_versions SET tx_to = now.t, valid_to = vf.t FROM now, vf WHERE tenant_id = ? AND object_id = ? AND version = ?
     ),
     o AS (
-      UPDATE objects SET deleted_at = now.t, version = version + 1, updated_at = now.t FROM now WHERE id = ? RETURNING objects.*
+      UPDATE objects SET deleted_at = now.t, version = version + 1, updated_at = now.t FROM now WHERE tenant_id = ? AND id = ? RETURNING objects.*
     ),
     v AS (
       ${VERSION_INSERT}
       SELECT o.id, o.version, o.tenant_id, o.type_id, o.public_id, 'deleted', o.attributes, o.geom, o.workflow_state, o.created_at, o.updated_at, vf.t, o.updated_at, ?::jsonb FROM o, vf
     )
     SELECT ${COLS} FROM o`,
-  [current.valid_from, current.id, current.version, current.id, JSON.stringify(actor)])
+  [current.valid_from, current.tenant_id, current.id, current.version, current.tenant_id, current.id, JSON.stringify(actor)])
   return r.rows[0]
 }
 

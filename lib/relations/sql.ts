@@ -60,16 +60,16 @@ export async function findRelation (db: Queryable, tenantId: string, id: string)
 
 export interface RelationUpdate { relationType: string, metadata: Record<string, unknown>, inheritsGeometry: boolean }
 
-export async function updateRelation (tx: Tx, id: string, u: RelationUpdate): Promise<RelationRow> {
+export async function updateRelation (tx: Tx, tenantId: string, id: string, u: RelationUpdate): Promise<RelationRow> {
   const r = await tx.raw(`UPDATE relations SET relation_type = ?, metadata = ?::jsonb, inherits_geometry = ?, updated_at = ${NOW}
-    WHERE id = ? RETURNING ${COLS}`, [u.relationType, JSON.stringify(u.metadata), u.inheritsGeometry, id])
+    WHERE tenant_id = ? AND id = ? RETURNING ${COLS}`, [u.relationType, JSON.stringify(u.metadata), u.inheritsGeometry, tenantId, id])
   return r.rows[0]
 }
 
 /** Soft delete (deleted = true) or restore (false). */
-export async function setDeleted (tx: Tx, id: string, deleted: boolean): Promise<RelationRow> {
+export async function setDeleted (tx: Tx, tenantId: string, id: string, deleted: boolean): Promise<RelationRow> {
   const r = await tx.raw(`UPDATE relations SET deleted_at = CASE WHEN ? THEN ${NOW} END, updated_at = ${NOW}
-    WHERE id = ? RETURNING ${COLS}`, [deleted, id])
+    WHERE tenant_id = ? AND id = ? RETURNING ${COLS}`, [deleted, tenantId, id])
   return r.rows[0]
 }
 
