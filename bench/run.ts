@@ -10,6 +10,7 @@ import { benchCore, table } from './core.js'
 import { benchLicense } from './license.js'
 import { benchGraphql } from './graphql.js'
 import { benchLayers } from './layers.js'
+import { benchCitus } from './citus.js'
 
 // `npm run bench`: starts the real API as its own process on a benchmark database and prints
 // each figure as a ratio against a baseline measured in the same run.
@@ -50,7 +51,7 @@ function run (script: string, extra: Record<string, string> = {}): ChildProcess 
 }
 
 async function waitReady (base: string): Promise<void> {
-  for (let i = 0; i < 100; i++) {
+  for (let i = 0; i < 900; i++) { // up to 90 s: a loaded 2-core machine starts tsx slowly
     try { if ((await fetch(`${base}/v1/health/ready`)).status === 200) return } catch { /* starting */ }
     await new Promise(r => setTimeout(r, 100))
   }
@@ -69,7 +70,7 @@ try {
   await waitReady(baseUrl)
   const tokenFor = (tenant: string) => jwt.sign({ sub: 'bench', tenant, roles: ['owner'] }, SECRET, { algorithm: 'HS256' })
   console.log(`bench: ${ROUNDS} alternating rounds each, medians; ratio = candidate / baseline (higher is better for ops/s)`)
-  // BENCH_ONLY=core,layers,... runs only the named sections (all when unset).
+  // BENCH_ONLY=core,layers,... runs only the named sections (all when unset); `citus` needs CITUS_BENCH_URL.
   const only = new Set((process.env.BENCH_ONLY ?? '').split(',').map(s => s.trim()).filter(Boolean))
   const wants = (section: string): boolean => only.size === 0 || only.has(section)
   const ctx = { db, databaseUrl: DATABASE_URL, baseUrl, tokenFor, rounds: ROUNDS }
@@ -83,6 +84,7 @@ try {
   if (wants('license')) await benchLicense(db, DATABASE_URL, ROUNDS, line => console.log(line))
   if (wants('graphql')) for (const line of await benchGraphql(ctx)) console.log(line)
   if (wants('layers')) for (const line of await benchLayers({ ...ctx, apiPid: api.pid ?? 0 })) console.log(line)
+  if (wants('citus')) await benchCitus({ ...ctx, env, freePort }, line => console.log(line))
 } finally {
   api.kill('SIGTERM')
   await db.destroy()

@@ -72,12 +72,17 @@ createdb () {
     if [ -z "$(psql_at "$port" postgres -c "SELECT 1 FROM pg_database WHERE datname = '$name'")" ]; then
       psql_at "$port" postgres -c "CREATE DATABASE \"$name\""
     fi
-    psql_at "$port" "$name" -c 'CREATE EXTENSION IF NOT EXISTS citus' -c 'CREATE EXTENSION IF NOT EXISTS postgis'
+    # Once a worker holds Citus metadata it refuses DDL, even a no-op: create only what is missing.
+    for ext in citus postgis; do
+      [ -n "$(psql_at "$port" "$name" -c "SELECT 1 FROM pg_extension WHERE extname = '$ext'")" ] || psql_at "$port" "$name" -c "CREATE EXTENSION $ext"
+    done
   done
-  psql_at "${ports[0]}" "$name" \
-    -c "SELECT citus_set_coordinator_host('127.0.0.1', ${ports[0]})" \
-    -c "SELECT citus_add_node('127.0.0.1', ${ports[1]})" \
-    -c "SELECT citus_add_node('127.0.0.1', ${ports[2]})" > /dev/null
+  if [ -z "$(psql_at "${ports[0]}" "$name" -c 'SELECT 1 FROM pg_dist_node LIMIT 1')" ]; then
+    psql_at "${ports[0]}" "$name" \
+      -c "SELECT citus_set_coordinator_host('127.0.0.1', ${ports[0]})" \
+      -c "SELECT citus_add_node('127.0.0.1', ${ports[1]})" \
+      -c "SELECT citus_add_node('127.0.0.1', ${ports[2]})" > /dev/null
+  fi
   echo "database $name ready on the citus cluster ($(psql_at "${ports[0]}" "$name" -c 'SELECT count(*) FROM pg_dist_node') nodes)"
 }
 

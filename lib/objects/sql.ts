@@ -23,9 +23,12 @@ const COLS = `id, tenant_id, type_id, public_id, attributes, ST_AsGeoJSON(geom):
   workflow_state, version, valid_from, created_at, updated_at`
 
 // Transaction-time stamps come from one clock read per statement (the MATERIALIZED CTE), truncated
-// to milliseconds so that an API timestamp used as asOf finds the version it came from. They are
-// read after the row lock, so each object's versions get non-decreasing stamps.
-const NOW = `now AS MATERIALIZED (SELECT date_trunc('milliseconds', clock_timestamp()) AS t)`
+// to milliseconds so that an API timestamp used as asOf finds the version it came from. The
+// statement starts after the row lock (lockObject is a statement of its own), so each object's
+// versions get non-decreasing stamps. statement_timestamp() rather than clock_timestamp(): a
+// tenant-sharded cluster (Citus) evaluates a STABLE clock once on the coordinator and refuses a
+// VOLATILE one in UPDATE statements.
+const NOW = `now AS MATERIALIZED (SELECT date_trunc('milliseconds', statement_timestamp()) AS t)`
 
 // A client's validFrom is kept at millisecond precision too: the API shows milliseconds, and the
 // value it shows must find the version again as validAt.
@@ -64,7 +67,8 @@ export interface NewObjectChange { object: NewObject, audit: unknown, counts: un
  * into the same statement (one round trip). The condition holds a KEY SHARE lock on the type rows
  * until commit, so a concurrent type delete (which locks the row FOR UPDATE before counting live
  * objects) either waits and sees these objects, or wins and makes the condition fail: objects
- * whose condition failed are not written and do not come back. All objects are of one tenant and
+ * whose condition failed are not written and do not come back (the lock: object_types_lock_live,
+ * migration 202611240201, which says why it is a function). All objects are of one tenant and
  * created by one actor; `n` orders them (audit arrival and outbox position follow it).
  */
 export function insertObjectsStatement (tenantId: string, actor: object, items: NewObjectChange[]): FoldedStatement {
@@ -78,8 +82,7 @@ export function insertObjectsStatement (tenantId: string, actor: object, items: 
       SELECT * FROM jsonb_to_recordset(?::jsonb) AS x(n int, id uuid, type_id uuid, type_version int, public_id text, attributes jsonb,
         geometry jsonb, workflow_state text, valid_from timestamptz, audit jsonb, counts jsonb)
     )`, `t AS (
-      SELECT id, published_version FROM object_types WHERE tenant_id = ? AND deleted_at IS NULL AND id IN (SELECT type_id FROM inp)
-      FOR KEY SHARE
+      SELECT * FROM object_types_lock_live(?, ARRAY(SELECT DISTINCT type_id FROM inp))
     )`, `o AS (
       INSERT INTO objects (id, tenant_id, type_id, type_version, public_id, attributes, geom, workflow_state, version, valid_from, created_at, updated_at)
       SELECT inp.id, ?, inp.type_id, inp.type_version, inp.public_id, inp.attributes, ST_SetSRID(ST_GeomFromGeoJSON(inp.geometry::text), 4326),

@@ -16,8 +16,9 @@ export interface RelationRow {
 const COLS = `id, tenant_id, from_object_id, to_object_id, relation_type, metadata, inherits_geometry,
   created_at, updated_at, deleted_at`
 
-// One clock read per statement, truncated to milliseconds (CONTRACT timestamps).
-const NOW = "date_trunc('milliseconds', clock_timestamp())"
+// One clock read per statement, truncated to milliseconds (CONTRACT timestamps). STABLE, not
+// clock_timestamp(): Citus refuses VOLATILE functions in UPDATE statements (lib/objects sql.ts).
+const NOW = "date_trunc('milliseconds', statement_timestamp())"
 
 export interface NewRelation {
   id: string

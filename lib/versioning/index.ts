@@ -44,7 +44,8 @@ export function versionStore<D> (t: VersionTables) {
       const now = tx.raw(NOW_MS)
       await tx(t.versions).where(key(tenantId, parentId, version)).update({
         status,
-        sandbox_at: tx.raw('coalesce(sandbox_at, ?)', [now]),
+        // least() keeps an earlier stamp (NULLs are ignored); Citus refuses coalesce() over now().
+        sandbox_at: tx.raw('least(sandbox_at, ?)', [now]),
         ...(status === 'published' ? { published_at: now } : {})
       })
     },
