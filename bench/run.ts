@@ -11,6 +11,7 @@ import { benchLicense } from './license.js'
 import { benchGraphql } from './graphql.js'
 import { benchLayers } from './layers.js'
 import { benchMerkle } from './merkle.js'
+import { benchCitus } from './citus.js'
 
 // `npm run bench`: starts the real API as its own process on a benchmark database and prints
 // each figure as a ratio against a baseline measured in the same run.
@@ -51,7 +52,7 @@ function run (script: string, extra: Record<string, string> = {}): ChildProcess 
 }
 
 async function waitReady (base: string): Promise<void> {
-  for (let i = 0; i < 600; i++) { // up to 60 s: a loaded machine starts the API slowly
+  for (let i = 0; i < 900; i++) { // up to 90 s: a loaded 2-core machine starts tsx slowly
     try { if ((await fetch(`${base}/v1/health/ready`)).status === 200) return } catch { /* starting */ }
     await new Promise(r => setTimeout(r, 100))
   }
@@ -70,7 +71,7 @@ try {
   await waitReady(baseUrl)
   const tokenFor = (tenant: string) => jwt.sign({ sub: 'bench', tenant, roles: ['owner'] }, SECRET, { algorithm: 'HS256' })
   console.log(`bench: ${ROUNDS} alternating rounds each, medians; ratio = candidate / baseline (higher is better for ops/s)`)
-  // BENCH_ONLY=core,layers,... runs only the named sections (all when unset).
+  // BENCH_ONLY=core,layers,... runs only the named sections (all when unset); `citus` needs CITUS_BENCH_URL.
   const only = new Set((process.env.BENCH_ONLY ?? '').split(',').map(s => s.trim()).filter(Boolean))
   const wants = (section: string): boolean => only.size === 0 || only.has(section)
   const ctx = { db, databaseUrl: DATABASE_URL, baseUrl, tokenFor, rounds: ROUNDS }
@@ -85,6 +86,7 @@ try {
   if (wants('graphql')) for (const line of await benchGraphql(ctx)) console.log(line)
   if (wants('layers')) await benchLayers({ ...ctx, apiPid: api.pid ?? 0 }, line => console.log(line))
   if (wants('merkle')) await benchMerkle(ctx, line => console.log(line))
+  if (wants('citus')) await benchCitus({ ...ctx, env, freePort }, line => console.log(line))
 } finally {
   api.kill('SIGTERM')
   await db.destroy()

@@ -72,7 +72,8 @@ export async function setVersionStatus (tx: Tx, tenantId: string, ruleId: string
   const now = "date_trunc('milliseconds', now())"
   await tx('automation_rule_versions').where({ tenant_id: tenantId, rule_id: ruleId, version }).update({
     status,
-    sandbox_at: tx.raw(`coalesce(sandbox_at, ${now})`),
+    // least(), not coalesce(): Citus refuses a non-IMMUTABLE function inside COALESCE in an UPDATE.
+    sandbox_at: tx.raw(`least(sandbox_at, ${now})`),
     ...(status === 'active' ? { published_at: tx.raw(now) } : {})
   })
 }

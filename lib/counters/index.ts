@@ -1,4 +1,4 @@
-import type { Queryable, Statement } from '../db.js'
+import type { Db, Queryable, Statement } from '../db.js'
 import * as sql from './sql.js'
 
 // Exact per-tenant counters kept in the writing transaction (README): live objects per type,
@@ -52,7 +52,17 @@ export function totalsByBucket (db: Queryable, tenantId: string, counter: string
   return sql.sumsByBucket(db, tenantId, counter)
 }
 
-/** Folds groups of more than `minRows` rows (all tenants, or one); run by the worker. */
-export function fold (db: Queryable, opts: { minRows?: number, maxGroups?: number, tenantId?: string } = {}): Promise<number> {
-  return sql.fold(db, opts.minRows ?? 16, opts.maxGroups ?? 1000, opts.tenantId ?? null)
+/**
+ * Folds groups of more than `minRows` rows (of all tenants, or one); run by the worker. Each
+ * tenant is folded in a transaction of its own; a second folder finds the lock taken and skips.
+ */
+export async function fold (db: Db, opts: { minRows?: number, maxGroups?: number, tenantId?: string } = {}): Promise<number> {
+  const minRows = opts.minRows ?? 16
+  const maxGroups = opts.maxGroups ?? 1000
+  const tenants = opts.tenantId === undefined ? await sql.tenantsToFold(db, minRows, maxGroups) : [opts.tenantId]
+  let folded = 0
+  for (const tenantId of tenants) {
+    folded += await db.transaction(async tx => await sql.tryFoldLock(tx) ? sql.foldTenant(tx, tenantId, minRows, maxGroups) : 0)
+  }
+  return folded
 }

@@ -42,31 +42,44 @@ export async function sumsByBucket (db: Queryable, tenantId: string, counter: st
   return new Map(r.rows.map((row: { bucket: string, n: number }) => [row.bucket, Number(row.n)]))
 }
 
+/** Tenants with a group (counter, bucket) of more than `minRows` rows. */
+export async function tenantsToFold (db: Queryable, minRows: number, limit: number): Promise<string[]> {
+  const r = await db.raw(`SELECT DISTINCT tenant_id FROM (
+      SELECT tenant_id FROM counter_deltas GROUP BY tenant_id, counter, bucket HAVING count(*) > ?) g LIMIT ?`, [minRows, limit])
+  return r.rows.map((x: { tenant_id: string }) => x.tenant_id)
+}
+
 /**
- * Folds every group (tenant, counter, bucket) holding more than `minRows` rows into one row.
- * Only committed rows are seen and deleted, and the folded row is inserted in the same statement,
- * so every snapshot sees either the old rows or their sum: totals never move. Returns the groups
- * folded. `tenantId` limits it to one tenant (a router query on a tenant-sharded cluster). One
- * folder at a time (an advisory lock): a second one finds the lock taken and folds nothing.
+ * Folds every group (counter, bucket) of one tenant holding more than `minRows` rows into one
+ * row. Only committed rows are seen and deleted, and the folded row is inserted in the same
+ * statement, so every snapshot sees either the old rows or their sum: totals never move. Returns
+ * the groups folded. One statement on one tenant: a router query on a tenant-sharded cluster.
  */
-export async function fold (db: Queryable, minRows: number, maxGroups: number, tenantId: string | null): Promise<number> {
-  const r = await db.raw(`
-    WITH lock AS (SELECT pg_try_advisory_xact_lock(hashtext('counters.fold')) AS ok),
-    g AS (
-      SELECT tenant_id, counter, bucket FROM counter_deltas, lock
-      WHERE lock.ok AND (?::text IS NULL OR tenant_id = ?)
-      GROUP BY 1, 2, 3 HAVING count(*) > ? LIMIT ?
+export async function foldTenant (tx: Queryable, tenantId: string, minRows: number, maxGroups: number): Promise<number> {
+  const r = await tx.raw(`
+    WITH g AS (
+      SELECT counter, bucket FROM counter_deltas WHERE tenant_id = ?
+      GROUP BY 1, 2 HAVING count(*) > ? LIMIT ?
     ),
     gone AS (
       DELETE FROM counter_deltas c USING g
-      WHERE c.tenant_id = g.tenant_id AND c.counter = g.counter AND c.bucket = g.bucket
-      RETURNING c.tenant_id, c.counter, c.bucket, c.delta
+      WHERE c.tenant_id = ? AND c.counter = g.counter AND c.bucket = g.bucket
+      RETURNING c.counter, c.bucket, c.delta
     ),
     folded AS (
       INSERT INTO counter_deltas (tenant_id, counter, bucket, delta)
-      SELECT tenant_id, counter, bucket, sum(delta) FROM gone GROUP BY 1, 2, 3
+      SELECT ?, counter, bucket, sum(delta) FROM gone GROUP BY 1, 2, 3
       RETURNING 1
     )
-    SELECT count(*)::int AS n FROM folded`, [tenantId, tenantId, minRows, maxGroups])
+    SELECT count(*)::int AS n FROM folded`, [tenantId, minRows, maxGroups, tenantId, tenantId])
   return r.rows[0].n
+}
+
+/**
+ * One folder at a time: a transaction-scoped advisory lock taken by a statement of its own (on
+ * a tenant-sharded cluster it is taken on the coordinator, where every process connects).
+ */
+export async function tryFoldLock (tx: Queryable): Promise<boolean> {
+  const r = await tx.raw("SELECT pg_try_advisory_xact_lock(hashtext('counters.fold')) AS ok")
+  return r.rows[0].ok === true
 }

@@ -27,7 +27,8 @@ export interface LayerRow {
   updated_at: Date
 }
 
-const NOW = "date_trunc('milliseconds', clock_timestamp())"
+// STABLE, not clock_timestamp(): Citus refuses VOLATILE functions in UPDATE statements.
+const NOW = "date_trunc('milliseconds', statement_timestamp())"
 
 export async function insertLayer (tx: Tx, r: Omit<LayerRow, 'version' | 'created_at' | 'updated_at'>): Promise<LayerRow> {
   const res = await tx.raw(`

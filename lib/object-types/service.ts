@@ -125,7 +125,7 @@ export async function publishObjectType (ctx: ServiceContext, id: string, body: 
   return runWrite(ctx, { resource: 'objectTypes', action: 'publish' }, async w => {
     const t = await lockForChange(w.tx, ctx.tenantId, id)
     const from = t.latest.status
-    await versioning.advance(sql.versions, w.tx, 'object type', latestOf(t), to)
+    await versioning.advance(sql.versions, w.tx, ctx.tenantId, 'object type', latestOf(t), to)
     w.record(audited('objectType.published', t, { version: t.latest_version, from, to }))
     return toObjectTypeDto(mustFind(await sql.findType(w.tx, ctx.tenantId, id), id))
   })
@@ -137,7 +137,7 @@ export async function deleteObjectType (ctx: ServiceContext, id: string): Promis
     const t = await lockForChange(w.tx, ctx.tenantId, id)
     const live = await sql.countLiveObjects(w.tx, ctx.tenantId, id)
     if (live > 0) throw new AppError('CONFLICT', `object type ${t.key} still has ${live} live object(s); delete them first`, { liveObjects: live })
-    await sql.softDeleteType(w.tx, id)
+    await sql.softDeleteType(w.tx, ctx.tenantId, id)
     w.record({ ...audited('objectType.deleted', t, { version: t.latest_version }), counts: [{ counter: counters.OBJECT_TYPES, delta: -1 }] })
   })
 }
@@ -149,7 +149,7 @@ export async function validateAgainstType (ctx: ServiceContext, id: string, body
   if (!isUuid(id)) notFound('object type', id)
   const t = mustFind(await sql.findType(ctx.db, ctx.tenantId, id), id)
   const version = input.version ?? t.latest_version
-  const v = version === t.latest_version ? t.latest : await sql.versions.find(ctx.db, id, version)
+  const v = version === t.latest_version ? t.latest : await sql.versions.find(ctx.db, ctx.tenantId, id, version)
   if (v === null) throw validationError('version', `object type has no version ${version}`)
   const errors = validateCandidate(v.definition, {
     typeId: id,
@@ -164,6 +164,6 @@ export async function objectTypeRegistry (ctx: ServiceContext, id: string) {
   await access.authorize(ctx, 'objectTypes', 'read')
   if (!isUuid(id)) notFound('object type', id)
   mustFind(await sql.findType(ctx.db, ctx.tenantId, id), id)
-  const versions = await sql.versions.list(ctx.db, id)
+  const versions = await sql.versions.list(ctx.db, ctx.tenantId, id)
   return { entityType: 'object-types', entityId: id, versions: versions.map(v => versioning.toRegistryVersion(v)) }
 }

@@ -22,7 +22,7 @@ export type TypeWithLatest = TypeRow & { latest: VersionRow }
 const LATEST = `
   SELECT t.*, to_jsonb(v) AS latest
   FROM object_types t
-  JOIN object_type_versions v ON v.type_id = t.id AND v.version = t.latest_version`
+  JOIN object_type_versions v ON v.tenant_id = t.tenant_id AND v.type_id = t.id AND v.version = t.latest_version`
 
 function revive (row: TypeRow & { latest: Record<string, unknown> }): TypeWithLatest {
   const l = row.latest
@@ -54,7 +54,7 @@ export async function listTypes (db: Queryable, tenantId: string, f: { limit: nu
   const cond = where.join(' AND ')
   const [rows, count] = await Promise.all([
     db.raw(`${LATEST} WHERE ${cond} ORDER BY t.created_at, t.id LIMIT ? OFFSET ?`, [...params, f.limit, f.offset]),
-    db.raw(`SELECT count(*)::int AS n FROM object_types t JOIN object_type_versions v ON v.type_id = t.id AND v.version = t.latest_version WHERE ${cond}`, params)
+    db.raw(`SELECT count(*)::int AS n FROM object_types t JOIN object_type_versions v ON v.tenant_id = t.tenant_id AND v.type_id = t.id AND v.version = t.latest_version WHERE ${cond}`, params)
   ])
   return { rows: rows.rows.map(revive), total: count.rows[0].n }
 }
@@ -64,8 +64,8 @@ export async function insertType (tx: Tx, tenantId: string, key: string): Promis
   return row
 }
 
-export async function softDeleteType (tx: Tx, id: string): Promise<void> {
-  await tx('object_types').where({ id }).update({ deleted_at: tx.fn.now(), updated_at: tx.fn.now() })
+export async function softDeleteType (tx: Tx, tenantId: string, id: string): Promise<void> {
+  await tx('object_types').where({ tenant_id: tenantId, id }).update({ deleted_at: tx.fn.now(), updated_at: tx.fn.now() })
 }
 
 export async function countLiveObjects (db: Queryable, tenantId: string, typeId: string): Promise<number> {
@@ -81,7 +81,7 @@ export async function countLiveObjects (db: Queryable, tenantId: string, typeId:
 export async function findPublished (db: Queryable, tenantId: string, typeId: string): Promise<{ key: string, version: number, definition: TypeDefinition } | null> {
   const r = await prepared(db, 'object-types.published', `
     SELECT t.key, v.version, v.definition
-    FROM object_types t JOIN object_type_versions v ON v.type_id = t.id AND v.version = t.published_version
+    FROM object_types t JOIN object_type_versions v ON v.tenant_id = t.tenant_id AND v.type_id = t.id AND v.version = t.published_version
     WHERE t.id = ? AND t.tenant_id = ? AND t.deleted_at IS NULL`, [typeId, tenantId])
   return r.rows[0] ?? null
 }

@@ -23,9 +23,12 @@ const COLS = `id, tenant_id, type_id, public_id, attributes, ST_AsGeoJSON(geom):
   workflow_state, version, valid_from, created_at, updated_at`
 
 // Transaction-time stamps come from one clock read per statement (the MATERIALIZED CTE), truncated
-// to milliseconds so that an API timestamp used as asOf finds the version it came from. They are
-// read after the row lock, so each object's versions get non-decreasing stamps.
-const NOW = `now AS MATERIALIZED (SELECT date_trunc('milliseconds', clock_timestamp()) AS t)`
+// to milliseconds so that an API timestamp used as asOf finds the version it came from. The
+// statement starts after the row lock (lockObject is a statement of its own), so each object's
+// versions get non-decreasing stamps. statement_timestamp() rather than clock_timestamp(): a
+// tenant-sharded cluster (Citus) evaluates a STABLE clock once on the coordinator and refuses a
+// VOLATILE one in UPDATE statements.
+const NOW = `now AS MATERIALIZED (SELECT date_trunc('milliseconds', statement_timestamp()) AS t)`
 
 // A client's validFrom is kept at millisecond precision too: the API shows milliseconds, and the
 // value it shows must find the version again as validAt.
@@ -64,7 +67,8 @@ export interface NewObjectChange { object: NewObject, audit: unknown, counts: un
  * into the same statement (one round trip). The condition holds a KEY SHARE lock on the type rows
  * until commit, so a concurrent type delete (which locks the row FOR UPDATE before counting live
  * objects) either waits and sees these objects, or wins and makes the condition fail: objects
- * whose condition failed are not written and do not come back. All objects are of one tenant and
+ * whose condition failed are not written and do not come back (the lock: object_types_lock_live,
+ * migration 202611240201, which says why it is a function). All objects are of one tenant and
  * created by one actor; `n` orders them (audit arrival and outbox position follow it).
  */
 export function insertObjectsStatement (tenantId: string, actor: object, items: NewObjectChange[]): FoldedStatement {
@@ -78,8 +82,7 @@ export function insertObjectsStatement (tenantId: string, actor: object, items: 
       SELECT * FROM jsonb_to_recordset(?::jsonb) AS x(n int, id uuid, type_id uuid, type_version int, public_id text, attributes jsonb,
         geometry jsonb, workflow_state text, valid_from timestamptz, audit jsonb, counts jsonb)
     )`, `t AS (
-      SELECT id, published_version FROM object_types WHERE tenant_id = ? AND deleted_at IS NULL AND id IN (SELECT type_id FROM inp)
-      FOR KEY SHARE
+      SELECT * FROM object_types_lock_live(?, ARRAY(SELECT DISTINCT type_id FROM inp))
     )`, `o AS (
       INSERT INTO objects (id, tenant_id, type_id, type_version, public_id, attributes, geom, workflow_state, version, valid_from, created_at, updated_at)
       SELECT inp.id, ?, inp.type_id, inp.type_version, inp.public_id, inp.attributes, ST_SetSRID(ST_GeomFromGeoJSON(inp.geometry::text), 4326),
@@ -126,13 +129,13 @@ export async function writeVersion (tx: Tx, current: ObjectRow, c: VersionChange
     vf AS MATERIALIZED (SELECT coalesce(${VALID_FROM}, greatest(now.t, ?::timestamptz)) AS t FROM now),
     closed AS (
       UPDATE object_versions SET tx_to = now.t, valid_to = vf.t FROM now, vf
-      WHERE object_id = ? AND version = ?
+      WHERE tenant_id = ? AND object_id = ? AND version = ?
     ),
     o AS (
       UPDATE objects SET attributes = ?::jsonb,
         geom = CASE WHEN ? THEN geom ELSE ST_SetSRID(ST_GeomFromGeoJSON(?::text), 4326) END,
         workflow_state = ?, version = version + 1, valid_from = vf.t, updated_at = now.t
-      FROM now, vf WHERE id = ?
+      FROM now, vf WHERE tenant_id = ? AND id = ?
       RETURNING objects.*
     ),
     v AS (
@@ -140,8 +143,8 @@ export async function writeVersion (tx: Tx, current: ObjectRow, c: VersionChange
       SELECT id, version, tenant_id, type_id, public_id, ?, attributes, geom, workflow_state, created_at, updated_at, valid_from, updated_at, ?::jsonb FROM o
     )
     SELECT ${COLS} FROM o`,
-  [c.validFrom, current.valid_from, current.id, current.version, JSON.stringify(c.attributes), keepGeom,
-    c.geometry == null ? null : JSON.stringify(c.geometry), c.workflowState, current.id, c.operation, JSON.stringify(c.actor)])
+  [c.validFrom, current.valid_from, current.tenant_id, current.id, current.version, JSON.stringify(c.attributes), keepGeom,
+    c.geometry == null ? null : JSON.stringify(c.geometry), c.workflowState, current.tenant_id, current.id, c.operation, JSON.stringify(c.actor)])
   return r.rows[0]
 }
 
@@ -151,17 +154,17 @@ export async function deleteObject (tx: Tx, current: ObjectRow, actor: object): 
     WITH ${NOW},
     vf AS MATERIALIZED (SELECT greatest(now.t, ?::timestamptz) AS t FROM now),
     closed AS (
-      UPDATE object_versions SET tx_to = now.t, valid_to = vf.t FROM now, vf WHERE object_id = ? AND version = ?
+      UPDATE object_versions SET tx_to = now.t, valid_to = vf.t FROM now, vf WHERE tenant_id = ? AND object_id = ? AND version = ?
     ),
     o AS (
-      UPDATE objects SET deleted_at = now.t, version = version + 1, updated_at = now.t FROM now WHERE id = ? RETURNING objects.*
+      UPDATE objects SET deleted_at = now.t, version = version + 1, updated_at = now.t FROM now WHERE tenant_id = ? AND id = ? RETURNING objects.*
     ),
     v AS (
       ${VERSION_INSERT}
       SELECT o.id, o.version, o.tenant_id, o.type_id, o.public_id, 'deleted', o.attributes, o.geom, o.workflow_state, o.created_at, o.updated_at, vf.t, o.updated_at, ?::jsonb FROM o, vf
     )
     SELECT ${COLS} FROM o`,
-  [current.valid_from, current.id, current.version, current.id, JSON.stringify(actor)])
+  [current.valid_from, current.tenant_id, current.id, current.version, current.tenant_id, current.id, JSON.stringify(actor)])
   return r.rows[0]
 }
 

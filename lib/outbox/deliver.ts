@@ -10,12 +10,27 @@ export type OutboxConsumer = (event: sql.OutboxRow, tx: Tx) => Promise<void>
 export interface DeliveryResult { delivered: number, failed: number, pending: number }
 
 /**
- * Claims up to `limit` undelivered events in order with SKIP LOCKED (so several workers share
- * the queue without double delivery), hands each to every consumer and marks it delivered.
- * A consumer failure leaves the event pending with attempts+1 and the error kept. Delivery is
- * at least once: a consumer that succeeded before a later failure in the same batch ran anyway.
+ * Claims up to `limit` undelivered events per tenant in order with SKIP LOCKED (so several
+ * workers share the queue without double delivery), hands each to every consumer and marks it
+ * delivered. A consumer failure leaves the event pending with attempts+1 and the error kept.
+ * Delivery is at least once: a consumer that succeeded before a later failure in the same batch
+ * ran anyway. Without `tenantId`, each tenant with pending events is claimed in a transaction of
+ * its own: events are ordered per tenant, and a transaction then stays on one tenant's shard
+ * (a tenant-sharded cluster cannot lock rows of several shards in one SELECT).
  */
 export async function claimAndDeliver (db: Db, consumers: OutboxConsumer[], limit = 100, tenantId?: string): Promise<DeliveryResult> {
+  const tenants = tenantId === undefined ? await sql.tenantsWithPending(db) : [tenantId]
+  let delivered = 0
+  let failed = 0
+  for (const tenant of tenants) {
+    const r = await deliverTenant(db, consumers, limit, tenant)
+    delivered += r.delivered
+    failed += r.failed
+  }
+  return { delivered, failed, pending: await sql.countPending(db, tenantId) }
+}
+
+async function deliverTenant (db: Db, consumers: OutboxConsumer[], limit: number, tenantId: string): Promise<{ delivered: number, failed: number }> {
   let delivered = 0
   let failed = 0
   await db.transaction(async tx => {
@@ -31,5 +46,5 @@ export async function claimAndDeliver (db: Db, consumers: OutboxConsumer[], limi
       }
     }
   })
-  return { delivered, failed, pending: await sql.countPending(db, tenantId) }
+  return { delivered, failed }
 }

@@ -44,19 +44,23 @@ function insertEvents (rows: string): string {
     ORDER BY e.n`
 }
 
-/** Up to `limit` undelivered events in order, locked; rows another claimer holds are skipped. */
-export async function claimPending (tx: Tx, limit: number, tenantId?: string): Promise<OutboxRow[]> {
-  const q = tx('outbox_events').whereNull('delivered_at').orderBy('position').limit(limit).forUpdate().skipLocked().select('*')
-  if (tenantId !== undefined) q.where({ tenant_id: tenantId })
-  return q
+/** The tenant's first `limit` undelivered events in order, locked; rows another claimer holds are skipped (outbox_events_pending). */
+export async function claimPending (tx: Tx, limit: number, tenantId: string): Promise<OutboxRow[]> {
+  return tx('outbox_events').where({ tenant_id: tenantId }).whereNull('delivered_at').orderBy('position').limit(limit).forUpdate().skipLocked().select('*')
+}
+
+/** Tenants with undelivered events (outbox_events_pending). */
+export async function tenantsWithPending (db: Queryable, limit = 1000): Promise<string[]> {
+  const r = await db.raw('SELECT DISTINCT tenant_id FROM outbox_events WHERE delivered_at IS NULL LIMIT ?', [limit])
+  return r.rows.map((x: { tenant_id: string }) => x.tenant_id)
 }
 
 export async function markDelivered (tx: Tx, row: OutboxRow): Promise<void> {
-  await tx('outbox_events').where({ id: row.id }).update({ delivered_at: tx.fn.now(), attempts: row.attempts + 1, last_error: null })
+  await tx('outbox_events').where({ tenant_id: row.tenant_id, id: row.id }).update({ delivered_at: tx.fn.now(), attempts: row.attempts + 1, last_error: null })
 }
 
 export async function markFailed (tx: Tx, row: OutboxRow, error: string): Promise<void> {
-  await tx('outbox_events').where({ id: row.id }).update({ attempts: row.attempts + 1, last_error: error.slice(0, 2000) })
+  await tx('outbox_events').where({ tenant_id: row.tenant_id, id: row.id }).update({ attempts: row.attempts + 1, last_error: error.slice(0, 2000) })
 }
 
 export async function countPending (db: Queryable, tenantId?: string): Promise<number> {

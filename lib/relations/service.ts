@@ -74,7 +74,7 @@ export async function patchRelation (ctx: ServiceContext, id: string, body: unkn
       const twin = await sql.findActiveTwin(w.tx, ctx.tenantId, current.from_object_id, current.to_object_id, next.relationType, current.id)
       if (twin !== null) conflict(twin)
     }
-    const row = await sql.updateRelation(w.tx, current.id, next)
+    const row = await sql.updateRelation(w.tx, ctx.tenantId, current.id, next)
     record(w, 'relation.updated', 'relation.updated', row, { fields: Object.keys(input) })
     return toRelationDto(row)
   })
@@ -83,7 +83,7 @@ export async function patchRelation (ctx: ServiceContext, id: string, body: unkn
 export async function deleteRelation (ctx: ServiceContext, id: string): Promise<void> {
   await runWrite(ctx, { resource: 'relations', action: 'write' }, async w => {
     const current = await lockActive(ctx, w, id)
-    record(w, 'relation.deleted', 'relation.deleted', await sql.setDeleted(w.tx, current.id, true), {}, -1)
+    record(w, 'relation.deleted', 'relation.deleted', await sql.setDeleted(w.tx, ctx.tenantId, current.id, true), {}, -1)
   })
 }
 
@@ -103,7 +103,7 @@ export async function restoreRelation (ctx: ServiceContext, id: string): Promise
     }
     const twin = await sql.findActiveTwin(w.tx, ctx.tenantId, current.from_object_id, current.to_object_id, current.relation_type, current.id)
     if (twin !== null) conflict(twin)
-    const row = await sql.setDeleted(w.tx, current.id, false)
+    const row = await sql.setDeleted(w.tx, ctx.tenantId, current.id, false)
     record(w, 'relation.restored', 'relation.created', row, { restored: true }, 1)
     return toRelationDto(row)
   })

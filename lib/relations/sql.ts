@@ -16,8 +16,9 @@ export interface RelationRow {
 const COLS = `id, tenant_id, from_object_id, to_object_id, relation_type, metadata, inherits_geometry,
   created_at, updated_at, deleted_at`
 
-// One clock read per statement, truncated to milliseconds (CONTRACT timestamps).
-const NOW = "date_trunc('milliseconds', clock_timestamp())"
+// One clock read per statement, truncated to milliseconds (CONTRACT timestamps). STABLE, not
+// clock_timestamp(): Citus refuses VOLATILE functions in UPDATE statements (lib/objects sql.ts).
+const NOW = "date_trunc('milliseconds', statement_timestamp())"
 
 export interface NewRelation {
   id: string
@@ -60,16 +61,17 @@ export async function findRelation (db: Queryable, tenantId: string, id: string)
 
 export interface RelationUpdate { relationType: string, metadata: Record<string, unknown>, inheritsGeometry: boolean }
 
-export async function updateRelation (tx: Tx, id: string, u: RelationUpdate): Promise<RelationRow> {
+export async function updateRelation (tx: Tx, tenantId: string, id: string, u: RelationUpdate): Promise<RelationRow> {
   const r = await tx.raw(`UPDATE relations SET relation_type = ?, metadata = ?::jsonb, inherits_geometry = ?, updated_at = ${NOW}
-    WHERE id = ? RETURNING ${COLS}`, [u.relationType, JSON.stringify(u.metadata), u.inheritsGeometry, id])
+    WHERE tenant_id = ? AND id = ? RETURNING ${COLS}`, [u.relationType, JSON.stringify(u.metadata), u.inheritsGeometry, tenantId, id])
   return r.rows[0]
 }
 
 /** Soft delete (deleted = true) or restore (false). */
-export async function setDeleted (tx: Tx, id: string, deleted: boolean): Promise<RelationRow> {
-  const r = await tx.raw(`UPDATE relations SET deleted_at = CASE WHEN ? THEN ${NOW} END, updated_at = ${NOW}
-    WHERE id = ? RETURNING ${COLS}`, [deleted, id])
+export async function setDeleted (tx: Tx, tenantId: string, id: string, deleted: boolean): Promise<RelationRow> {
+  // Two texts rather than CASE WHEN ? THEN now: Citus refuses a non-IMMUTABLE function in a CASE of an UPDATE.
+  const r = await tx.raw(`UPDATE relations SET deleted_at = ${deleted ? NOW : 'NULL'}, updated_at = ${NOW}
+    WHERE tenant_id = ? AND id = ? RETURNING ${COLS}`, [tenantId, id])
   return r.rows[0]
 }
 

@@ -81,7 +81,7 @@ export async function publishRule (ctx: ServiceContext, id: string, body: unknow
   return runWrite(ctx, { resource: 'rules', action: 'publish' }, async w => {
     const r = mustFind(await sql.findRule(w.tx, ctx.tenantId, id, true), id)
     const from = r.latest_status
-    await versioning.advance(sql.versions, w.tx, 'rule', latestOf(r), to)
+    await versioning.advance(sql.versions, w.tx, ctx.tenantId, 'rule', latestOf(r), to)
     w.record(audited('rule.published', r, { version: r.latest_version, from, to }))
     return reread(ctx, w.tx, id)
   })
@@ -91,6 +91,6 @@ export async function ruleRegistry (ctx: ServiceContext, id: string) {
   await access.authorize(ctx, 'rules', 'read')
   if (!isUuid(id)) notFound('rule', id)
   const r = mustFind(await sql.findRule(ctx.db, ctx.tenantId, id), id)
-  const versions = await sql.versions.list(ctx.db, id)
+  const versions = await sql.versions.list(ctx.db, ctx.tenantId, id)
   return { entityType: 'rules', entityId: id, versions: versions.map(v => toRegistryVersion(r.kind, v)) }
 }

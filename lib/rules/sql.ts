@@ -25,7 +25,7 @@ export type RuleWithLatest = RuleRow & { latest_status: RuleStatus, latest_conte
 
 const LATEST = `
   SELECT r.*, v.status AS latest_status, v.definition AS latest_content
-  FROM rules r JOIN rule_versions v ON v.rule_id = r.id AND v.version = r.latest_version`
+  FROM rules r JOIN rule_versions v ON v.tenant_id = r.tenant_id AND v.rule_id = r.id AND v.version = r.latest_version`
 
 /** One rule with its latest version; `lock` serialises writers of the rule (FOR UPDATE). */
 export async function findRule (db: Queryable, tenantId: string, id: string, lock = false): Promise<RuleWithLatest | null> {
@@ -45,7 +45,7 @@ export async function listRules (db: Queryable, tenantId: string, f: RuleFilter)
   const cond = where.join(' AND ')
   const [rows, count] = await Promise.all([
     db.raw(`${LATEST} WHERE ${cond} ORDER BY r.created_at, r.id LIMIT ? OFFSET ?`, [...params, f.limit, f.offset]),
-    db.raw(`SELECT count(*)::int AS n FROM rules r JOIN rule_versions v ON v.rule_id = r.id AND v.version = r.latest_version WHERE ${cond}`, params)
+    db.raw(`SELECT count(*)::int AS n FROM rules r JOIN rule_versions v ON v.tenant_id = r.tenant_id AND v.rule_id = r.id AND v.version = r.latest_version WHERE ${cond}`, params)
   ])
   return { rows: rows.rows, total: count.rows[0].n }
 }
@@ -79,8 +79,8 @@ export async function findGuardRules (db: Queryable, tenantId: string, ids: stri
     SELECT r.id, r.key, r.kind, r.latest_version, lv.status AS latest_status, r.published_version,
       pv.definition AS published_content
     FROM rules r
-    JOIN rule_versions lv ON lv.rule_id = r.id AND lv.version = r.latest_version
-    LEFT JOIN rule_versions pv ON pv.rule_id = r.id AND pv.version = r.published_version
+    JOIN rule_versions lv ON lv.tenant_id = r.tenant_id AND lv.rule_id = r.id AND lv.version = r.latest_version
+    LEFT JOIN rule_versions pv ON pv.tenant_id = r.tenant_id AND pv.rule_id = r.id AND pv.version = r.published_version
     WHERE r.tenant_id = ? AND r.id = ANY(?::uuid[])`, [tenantId, ids])
   return r.rows
 }

@@ -28,31 +28,35 @@ export interface VersionTables { parents: string, versions: string, parentKey: s
 const NOW_MS = "date_trunc('milliseconds', now())"
 
 export function versionStore<D> (t: VersionTables) {
-  const key = (parentId: string, version?: number) => version === undefined ? { [t.parentKey]: parentId } : { [t.parentKey]: parentId, version }
+  // Every key leads with the tenant (versions are keyed (tenant_id, parent id, version)).
+  const key = (tenantId: string, parentId: string, version?: number) => version === undefined
+    ? { tenant_id: tenantId, [t.parentKey]: parentId }
+    : { tenant_id: tenantId, [t.parentKey]: parentId, version }
   return {
     async insert (tx: Tx, tenantId: string, parentId: string, version: number, definition: D, createdBy: string): Promise<void> {
-      await tx(t.versions).insert({ ...key(parentId, version), tenant_id: tenantId, status: 'draft', definition: JSON.stringify(definition), created_by: createdBy })
+      await tx(t.versions).insert({ ...key(tenantId, parentId, version), status: 'draft', definition: JSON.stringify(definition), created_by: createdBy })
     },
-    async updateDefinition (tx: Tx, parentId: string, version: number, definition: D): Promise<void> {
-      await tx(t.versions).where(key(parentId, version)).update({ definition: JSON.stringify(definition) })
+    async updateDefinition (tx: Tx, tenantId: string, parentId: string, version: number, definition: D): Promise<void> {
+      await tx(t.versions).where(key(tenantId, parentId, version)).update({ definition: JSON.stringify(definition) })
     },
     /** Moving straight from draft to published stamps sandbox_at too: both steps are recorded. */
-    async setStatus (tx: Tx, parentId: string, version: number, status: 'sandbox' | 'published'): Promise<void> {
+    async setStatus (tx: Tx, tenantId: string, parentId: string, version: number, status: 'sandbox' | 'published'): Promise<void> {
       const now = tx.raw(NOW_MS)
-      await tx(t.versions).where(key(parentId, version)).update({
+      await tx(t.versions).where(key(tenantId, parentId, version)).update({
         status,
-        sandbox_at: tx.raw('coalesce(sandbox_at, ?)', [now]),
+        // least() keeps an earlier stamp (NULLs are ignored); Citus refuses coalesce() over now().
+        sandbox_at: tx.raw('least(sandbox_at, ?)', [now]),
         ...(status === 'published' ? { published_at: now } : {})
       })
     },
-    async touchParent (tx: Tx, parentId: string, patch: { latest_version?: number, published_version?: number }): Promise<void> {
-      await tx(t.parents).where({ id: parentId }).update({ ...patch, updated_at: tx.raw(NOW_MS) })
+    async touchParent (tx: Tx, tenantId: string, parentId: string, patch: { latest_version?: number, published_version?: number }): Promise<void> {
+      await tx(t.parents).where({ tenant_id: tenantId, id: parentId }).update({ ...patch, updated_at: tx.raw(NOW_MS) })
     },
-    async list (db: Queryable, parentId: string): Promise<Array<VersionRow<D>>> {
-      return db(t.versions).where(key(parentId)).orderBy('version').select('*')
+    async list (db: Queryable, tenantId: string, parentId: string): Promise<Array<VersionRow<D>>> {
+      return db(t.versions).where(key(tenantId, parentId)).orderBy('version').select('*')
     },
-    async find (db: Queryable, parentId: string, version: number): Promise<VersionRow<D> | null> {
-      return (await db(t.versions).where(key(parentId, version)).first()) ?? null
+    async find (db: Queryable, tenantId: string, parentId: string, version: number): Promise<VersionRow<D> | null> {
+      return (await db(t.versions).where(key(tenantId, parentId, version)).first()) ?? null
     }
   }
 }
@@ -64,26 +68,26 @@ export interface Latest { id: string, version: number, status: VersionStatus }
 /** Saves an edit: in place while the latest version is draft or sandbox, else as draft N+1. Returns the version written. */
 export async function saveEdit<D> (store: VersionStore<D>, tx: Tx, tenantId: string, latest: Latest, definition: D, createdBy: string): Promise<number> {
   if (latest.status !== 'published') {
-    await store.updateDefinition(tx, latest.id, latest.version, definition)
-    await store.touchParent(tx, latest.id, {})
+    await store.updateDefinition(tx, tenantId, latest.id, latest.version, definition)
+    await store.touchParent(tx, tenantId, latest.id, {})
     return latest.version
   }
   const next = latest.version + 1
   await store.insert(tx, tenantId, latest.id, next, definition, createdBy)
-  await store.touchParent(tx, latest.id, { latest_version: next })
+  await store.touchParent(tx, tenantId, latest.id, { latest_version: next })
   return next
 }
 
 const ORDER: Record<VersionStatus, number> = { draft: 0, sandbox: 1, published: 2 }
 
 /** Moves the latest version forward to `to`; backwards or in place is INVALID_TRANSITION. */
-export async function advance<D> (store: VersionStore<D>, tx: Tx, what: string, latest: Latest, to: 'sandbox' | 'published'): Promise<void> {
+export async function advance<D> (store: VersionStore<D>, tx: Tx, tenantId: string, what: string, latest: Latest, to: 'sandbox' | 'published'): Promise<void> {
   if (ORDER[to] <= ORDER[latest.status]) {
     throw new AppError('INVALID_TRANSITION', `${what} version ${latest.version} is ${latest.status}; it can only move forward (draft -> sandbox -> published)`,
       { from: latest.status, to, version: latest.version })
   }
-  await store.setStatus(tx, latest.id, latest.version, to)
-  await store.touchParent(tx, latest.id, to === 'published' ? { published_version: latest.version } : {})
+  await store.setStatus(tx, tenantId, latest.id, latest.version, to)
+  await store.touchParent(tx, tenantId, latest.id, to === 'published' ? { published_version: latest.version } : {})
 }
 
 /** A schema-registry entry; `present` shapes the stored definition for the API. */

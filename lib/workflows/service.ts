@@ -82,7 +82,7 @@ export async function patchWorkflow (ctx: ServiceContext, id: string, body: unkn
     await checkRuleReferences(w.tx, ctx.tenantId, def)
     const version = current.latest_version + 1
     await sql.insertVersion(w.tx, ctx.tenantId, id, version, def, ctx.actor.sub)
-    await sql.setLatestVersion(w.tx, id, version)
+    await sql.setLatestVersion(w.tx, ctx.tenantId, id, version)
     w.record(audited('workflow.updated', current, { version, fields: Object.keys(input) }))
     return toWorkflowDto(mustFind(await sql.findWorkflow(w.tx, ctx.tenantId, id), id))
   })
@@ -92,6 +92,6 @@ export async function workflowRegistry (ctx: ServiceContext, id: string) {
   await access.authorize(ctx, 'workflows', 'read')
   if (!isUuid(id)) notFound('workflow', id)
   mustFind(await sql.findWorkflow(ctx.db, ctx.tenantId, id), id)
-  const versions = await sql.listVersions(ctx.db, id)
+  const versions = await sql.listVersions(ctx.db, ctx.tenantId, id)
   return { entityType: 'workflows', entityId: id, versions: versions.map(toRegistryVersion) }
 }

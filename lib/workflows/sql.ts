@@ -25,7 +25,7 @@ const NOW_MS = "date_trunc('milliseconds', now())"
 
 const LATEST = `
   SELECT w.*, v.definition
-  FROM workflows w JOIN workflow_versions v ON v.workflow_id = w.id AND v.version = w.latest_version`
+  FROM workflows w JOIN workflow_versions v ON v.tenant_id = w.tenant_id AND v.workflow_id = w.id AND v.version = w.latest_version`
 
 /** A workflow with its latest (effective) version; `lock` serialises writers of the workflow. */
 export async function findWorkflow (db: Queryable, tenantId: string, id: string, lock = false): Promise<WorkflowWithLatest | null> {
@@ -55,12 +55,12 @@ export async function insertVersion (tx: Tx, tenantId: string, workflowId: strin
   await tx('workflow_versions').insert({ workflow_id: workflowId, tenant_id: tenantId, version, definition: JSON.stringify(def), created_by: createdBy })
 }
 
-export async function setLatestVersion (tx: Tx, id: string, version: number): Promise<void> {
-  await tx('workflows').where({ id }).update({ latest_version: version, updated_at: tx.raw(NOW_MS) })
+export async function setLatestVersion (tx: Tx, tenantId: string, id: string, version: number): Promise<void> {
+  await tx('workflows').where({ tenant_id: tenantId, id }).update({ latest_version: version, updated_at: tx.raw(NOW_MS) })
 }
 
-export async function listVersions (db: Queryable, workflowId: string): Promise<WorkflowVersionRow[]> {
-  return db('workflow_versions').where({ workflow_id: workflowId }).orderBy('version').select('*')
+export async function listVersions (db: Queryable, tenantId: string, workflowId: string): Promise<WorkflowVersionRow[]> {
+  return db('workflow_versions').where({ tenant_id: tenantId, workflow_id: workflowId }).orderBy('version').select('*')
 }
 
 export async function workflowExists (db: Queryable, tenantId: string, id: string): Promise<boolean> {

@@ -4,6 +4,7 @@ import { createDb } from '../../lib/db.js'
 import { recordRelease } from '../../lib/release/index.js'
 import { packageVersion } from '../../lib/release/version.js'
 import { migrateLatest } from '../../db/knex.js'
+import { distributeTenantTables } from '../../db/distribute.js'
 import { TEST_DATABASE_URL } from './env.js'
 
 // Runs once before the test files: creates the test database if missing and migrates it.
@@ -18,6 +19,8 @@ await admin.end()
 
 const db = createDb(TEST_DATABASE_URL, { poolMax: 2 })
 const applied = await migrateLatest(db)
+// On a Citus cluster (npm run test:citus) the release distributes the tenant tables; so do the tests.
+await distributeTenantTables(db)
 await recordRelease(db, packageVersion())
 await db.destroy()
 // pg-boss's schema, as db/setup.ts installs it: tests that send jobs or start workers need it.
