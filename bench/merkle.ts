@@ -29,7 +29,7 @@ async function seed (pool: pg.Pool, tenant: string, n: number): Promise<{ events
     SELECT $1, g, 'object.updated', '{"sub":"bench","roles":["owner"]}', 'object', g::text, jsonb_build_object('i', g),
       date_trunc('milliseconds', now()), encode(sha256(($1 || (g - 1))::bytea), 'hex'), encode(sha256(($1 || g)::bytea), 'hex')
     FROM generate_series(1, $2::bigint) g`, [tenant, n])
-  await pool.query("INSERT INTO audit_heads (tenant_id, sequence, hash) VALUES ($1, $2, encode(sha256(($1 || $2)::bytea), 'hex'))", [tenant, n])
+  await pool.query("INSERT INTO audit_heads (tenant_id, sequence, hash) VALUES ($1, $2::bigint, encode(sha256(($1 || $2::text)::bytea), 'hex'))", [tenant, n])
   const t1 = process.hrtime.bigint()
   await pool.query('SELECT audit_tree_rebuild($1)', [tenant])
   const t2 = process.hrtime.bigint()
