@@ -1,7 +1,8 @@
-import type { Queryable } from '../db.js'
+import { engineOf, type Queryable } from '../db.js'
 import * as objects from '../objects/index.js'
 import * as queries from '../queries/index.js'
 import { featureSql, mvtAttributesSql, type FieldSelection } from './selection.js'
+import { encodeTile } from './mvt-js.js'
 
 // The export statements. PostgreSQL builds every answer (GeoJSON by json_build_object/json_agg,
 // tiles by ST_AsMVT); JavaScript only frames them. All run over the object source `o`
@@ -58,12 +59,9 @@ export interface TileRequest { z: number, x: number, y: number, layerName: strin
  * plans off (STACK.md: each parallel worker re-initialises PROJ, about 4x slower).
  */
 export async function renderTile (db: Queryable, s: Scope, fields: FieldSelection, t: TileRequest): Promise<Buffer> {
+  if (!engineOf(db).mvt) return encodeTile(await tileFeatures(db, s, fields, t), t)
   const statement = sql`
-    WITH env AS MATERIALIZED (SELECT ST_TileEnvelope(${t.z}, ${t.x}, ${t.y}) AS m),
-    box AS MATERIALIZED (
-      SELECT env.m, ST_Expand(g, (ST_XMax(g) - ST_XMin(g)) * 64 / 4096.0) AS g
-      FROM env, LATERAL (SELECT ST_Transform(env.m, 4326) AS g) l
-    )
+    ${tileBox(t)}
     SELECT ST_AsMVT(t, ${t.layerName}, 4096, 'geom') AS tile FROM (
       SELECT ST_AsMVTGeom(ST_Transform(o.geom, 3857), box.m, 4096, 64, true) AS geom,
         o.id::text AS id, o.type_id::text AS "typeId", o.public_id AS "publicId", o.workflow_state AS "workflowState",
@@ -72,6 +70,31 @@ export async function renderTile (db: Queryable, s: Scope, fields: FieldSelectio
     ) t WHERE t.geom IS NOT NULL`
   const tile = await withSerialPlans(db, tx => run(tx, statement))
   return tile.rows[0]?.tile ?? Buffer.alloc(0)
+}
+
+/** The tile's 3857 envelope `m` and its lon/lat box `g` widened by the 64-pixel buffer. */
+function tileBox (t: TileRequest): Fragment {
+  return sql`WITH env AS MATERIALIZED (SELECT ST_TileEnvelope(${t.z}, ${t.x}, ${t.y}) AS m),
+    box AS MATERIALIZED (
+      SELECT env.m, ST_Expand(g, (ST_XMax(g) - ST_XMin(g)) * 64 / 4096.0) AS g
+      FROM env, LATERAL (SELECT ST_Transform(env.m, 4326) AS g) l
+    )`
+}
+
+/**
+ * Where ST_AsMVT is missing (embedded PGlite; lib/db Engine): the same candidates and properties
+ * as renderTile's, as the text of a GeoJSON FeatureCollection, for mvt-js.ts to encode. Null
+ * properties are left out, as ST_AsMVT leaves them out.
+ */
+export async function tileFeatures (db: Queryable, s: Scope, fields: FieldSelection, t: TileRequest): Promise<string> {
+  const r = await run(db, sql`
+    ${tileBox(t)}
+    SELECT json_build_object('type', 'FeatureCollection', 'features', coalesce(json_agg(json_build_object(
+        'type', 'Feature', 'geometry', ST_AsGeoJSON(o.geom)::json,
+        'properties', jsonb_strip_nulls(jsonb_build_object('id', o.id::text, 'typeId', o.type_id::text,
+          'publicId', o.public_id, 'workflowState', o.workflow_state) || ${mvtAttributesSql(fields)}))), '[]'::json))::text AS fc
+    FROM ${source(s)} o, box WHERE o.geom && box.g AND ${s.where}`)
+  return r.rows[0].fc
 }
 
 async function withSerialPlans<T> (db: Queryable, fn: (tx: Queryable) => Promise<T>): Promise<T> {

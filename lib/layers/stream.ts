@@ -1,7 +1,8 @@
-import { Transform, pipeline, type Readable } from 'node:stream'
+import { Readable, Transform, pipeline } from 'node:stream'
 import QueryStream from 'pg-query-stream'
 import type pg from 'pg'
 import type { ServiceContext } from '../context.js'
+import { engineOf } from '../db.js'
 import { parseQuery } from '../validation.js'
 import * as schema from './schema.js'
 import * as exportSql from './export-sql.js'
@@ -26,6 +27,11 @@ export async function featureStream (ctx: ServiceContext, query: Record<string, 
   const head = { etag: pl.etag, maxAge: pl.ttl }
   if (matchesIfNoneMatch(ifNoneMatch, pl.etag)) return { ...head, stream: null }
   const statement = exportSql.streamStatement(pl.scope, pl.fields)
+  if (!engineOf(ctx.db).cursors) {
+    // Embedded PGlite: one connection and no cursors; read every line, then free the connection.
+    const r = await ctx.db.raw(statement.text, statement.params)
+    return { ...head, stream: Readable.from((r.rows as Array<{ f: string }>).map(row => row.f + '\n')) }
+  }
   const native = ctx.db.raw(statement.text, statement.params).toSQL().toNative()
   const client = ctx.db.client as { acquireConnection: () => Promise<PooledClient>, releaseConnection: (c: PooledClient) => Promise<void> }
   const conn = await client.acquireConnection()
