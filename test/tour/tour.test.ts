@@ -218,7 +218,7 @@ describe(`README tour (${MODE} mode)`, { timeout: 600_000 }, () => {
       const points = await page.evaluate(() => (window as any).map.queryRenderedFeatures({ layers: ['point'] })
         .map((f: any) => ({ publicId: f.properties.publicId, xy: (window as any).map.project(f.geometry.coordinates) })))
       assert.ok(points.length > 0, 'no feature was rendered')
-      const shown = new Set(points.map(p => p.publicId))
+      const shown = new Set(points.map((p: { publicId: string }) => p.publicId))
       assert.equal(shown.size, 4)
       fs.mkdirSync('artifacts', { recursive: true })
       await page.screenshot({ path: `artifacts/map-${MODE}.png` })
