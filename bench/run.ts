@@ -10,6 +10,7 @@ import { benchCore, table } from './core.js'
 import { benchLicense } from './license.js'
 import { benchGraphql } from './graphql.js'
 import { benchLayers } from './layers.js'
+import { benchEmbedded } from './embedded.js'
 
 // `npm run bench`: starts the real API as its own process on a benchmark database and prints
 // each figure as a ratio against a baseline measured in the same run.
@@ -83,6 +84,7 @@ try {
   if (wants('license')) await benchLicense(db, DATABASE_URL, ROUNDS, line => console.log(line))
   if (wants('graphql')) for (const line of await benchGraphql(ctx)) console.log(line)
   if (wants('layers')) for (const line of await benchLayers({ ...ctx, apiPid: api.pid ?? 0 })) console.log(line)
+  if (wants('embedded')) for (const line of await benchEmbedded({ ...ctx, apiPid: api.pid ?? 0 })) console.log(line)
 } finally {
   api.kill('SIGTERM')
   await db.destroy()

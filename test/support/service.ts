@@ -53,7 +53,7 @@ export async function startService (mode: Mode, opts: { dataDir: string, env?: R
     })))
     fs.closeSync(out)
   }
-  const deadline = Date.now() + (opts.readyTimeoutMs ?? 300_000)
+  const deadline = Date.now() + (opts.readyTimeoutMs ?? 900_000)
   for (;;) {
     const exited = procs.find(p => p.exitCode !== null)
     if (exited !== undefined) {

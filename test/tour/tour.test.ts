@@ -31,7 +31,7 @@ async function fetchOnce (url: string, init: RequestInit): Promise<Response> {
 
 const MODE = process.env.TOUR_MODE === 'embedded' ? 'embedded' : 'postgres'
 
-describe(`README tour (${MODE} mode)`, { timeout: 600_000 }, () => {
+describe(`README tour (${MODE} mode)`, { timeout: 1_800_000 }, () => {
   let svc: Service
   let token = ''
   const tenant = newTenant('tour')
