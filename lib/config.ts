@@ -7,7 +7,10 @@ export type LogLevel = 'error' | 'warn' | 'info' | 'debug'
 
 export interface Config {
   port: number
-  databaseUrl: string
+  /** null: embedded mode (PGlite under `dataDir`, API and worker in one process; lib/embedded). */
+  databaseUrl: string | null
+  /** Embedded mode's data folder (the database, its lock and the generated token secret). */
+  dataDir: string
   auth: {
     jwtSecret: string
     issuer: string | null
@@ -102,12 +105,24 @@ function isEd25519PrivateKey (pem: string): boolean {
   try { return createPrivateKey(pem).asymmetricKeyType === 'ed25519' } catch { return false }
 }
 
+/** DATA_DIR, default ./data (read here and by entry points that need it before the secret exists). */
+export function embeddedDataDir (env: Env): string {
+  return str(env, 'DATA_DIR') ?? 'data'
+}
+
+/** Entry points that need a PostgreSQL server (worker, release job) end with one line without one. */
+export function requireDatabaseUrl (config: Readonly<Config>, what: string): string {
+  if (config.databaseUrl !== null) return config.databaseUrl
+  process.stderr.write(`configuration error: DATABASE_URL: the ${what} needs a PostgreSQL server, e.g. postgres://postgres@127.0.0.1:5432/spatial ` +
+    '(without DATABASE_URL, `npm start` runs the embedded mode: API, worker and release in one process)\n')
+  process.exit(1)
+}
+
 const TENANT_RE = /^[A-Za-z0-9._-]{1,64}$/
 
 export function loadConfig (env: Env, release = '0.0.0'): Readonly<Config> {
   const disabled = bool(env, 'AUTH_DISABLED', false)
   const databaseUrl = url(env, 'DATABASE_URL', ['postgres:', 'postgresql:'])
-  if (databaseUrl === null) throw new ConfigError('DATABASE_URL', 'is required, e.g. postgres://postgres@127.0.0.1:5432/spatial')
   const jwtSecret = str(env, 'AUTH_JWT_SECRET') ?? ''
   if (!disabled && jwtSecret.length < 32) {
     throw new ConfigError('AUTH_JWT_SECRET', jwtSecret === '' ? 'is required (at least 32 characters)' : `must be at least 32 characters, got ${jwtSecret.length}`)
@@ -133,6 +148,7 @@ export function loadConfig (env: Env, release = '0.0.0'): Readonly<Config> {
   return Object.freeze({
     port: int(env, 'PORT', 3000, 0, 65535),
     databaseUrl,
+    dataDir: embeddedDataDir(env),
     auth: Object.freeze({
       jwtSecret,
       issuer: str(env, 'AUTH_JWT_ISSUER'),

@@ -22,6 +22,37 @@ export function createDb (databaseUrl: string, opts: { poolMax?: number } = {}):
   return db
 }
 
+/**
+ * What the database engine behind a pool can do, fixed when the pool is made: a PostgreSQL
+ * server (the default) or the embedded PGlite (lib/embedded), which runs one statement at a
+ * time on one connection, has no server-side cursors and, in its PostGIS build, no ST_AsMVT.
+ */
+export interface Engine {
+  kind: 'postgres' | 'pglite'
+  /** ST_AsMVT works (probed once at start). */
+  mvt: boolean
+  /** Server-side cursors (pg-query-stream) on a connection of their own. */
+  cursors: boolean
+}
+
+const POSTGRES: Engine = Object.freeze({ kind: 'postgres', mvt: true, cursors: true })
+
+/** The engine of a pool or of a transaction on it (transactions inherit the pool's client). */
+export function engineOf (db: Queryable): Engine {
+  return (db.client as { engine?: Engine }).engine ?? POSTGRES
+}
+
+/** Marks a pool's engine (lib/embedded, once at start). */
+export function setEngine (db: Db, engine: Engine): void {
+  (db.client as { engine?: Engine }).engine = Object.freeze({ ...engine })
+}
+
+/** Instruments a pool made elsewhere (lib/embedded) like createDb's. */
+export function instrumentDb (db: Db): Db {
+  instrument(db)
+  return db
+}
+
 /** database_query_duration_seconds, labelled by the statement's first keyword. */
 function instrument (db: Db): void {
   const started = new Map<string, bigint>()

@@ -4,7 +4,7 @@ import type { Config } from './config.js'
 import { createDb, type Db } from './db.js'
 import type { Logger } from './log.js'
 import { Sequencer } from './audit/index.js'
-import { startSettingsFeed } from './settings/index.js'
+import { startInProcessSettingsFeed, startSettingsFeed } from './settings/index.js'
 
 /**
  * What both the API and the worker hold for their lifetime: the pool, the audit sequencer,
@@ -19,13 +19,15 @@ export interface Runtime {
 }
 
 export async function startRuntime (config: Readonly<Config>, log: Logger, opts: { worker: boolean }): Promise<Runtime> {
-  const db = createDb(config.databaseUrl)
+  const databaseUrl = config.databaseUrl
+  if (databaseUrl === null) throw new Error('startRuntime needs DATABASE_URL; embedded mode starts through startEmbeddedRuntime')
+  const db = createDb(databaseUrl)
   const sequencer = new Sequencer(db, err => log.error({ err }, 'audit sequencing failed'))
   sequencer.startSweeping()
   // License and policy changes made by any process reach this one at once (lib/settings).
-  const feed = await startSettingsFeed(db, config.databaseUrl, log)
+  const feed = await startSettingsFeed(db, databaseUrl, log)
   // The API only sends jobs; maintenance and schedules run in the worker.
-  const boss = new PgBoss({ connectionString: config.databaseUrl, schema: 'pgboss', supervise: opts.worker, schedule: opts.worker, migrate: false, max: 5, superviseIntervalSeconds: config.workerSuperviseSeconds })
+  const boss = new PgBoss({ connectionString: databaseUrl, schema: 'pgboss', supervise: opts.worker, schedule: opts.worker, migrate: false, max: 5, superviseIntervalSeconds: config.workerSuperviseSeconds })
   boss.on('error', err => log.error({ err }, 'pg-boss error'))
   await boss.start()
   let redis: Redis | null = null
@@ -41,6 +43,43 @@ export async function startRuntime (config: Readonly<Config>, log: Logger, opts:
       await feed.stop()
       redis?.disconnect()
       await db.destroy()
+    }
+  }
+}
+
+/** The release steps (db/release.ts), run by embedded mode on its own database at every start. */
+export type Release = (db: Db, boss: PgBoss, log: Logger, release: string) => Promise<void>
+
+/**
+ * Embedded mode (no DATABASE_URL; lib/embedded): PGlite under config.dataDir, locked to this
+ * process; the release runs on it (migrations, pg-boss schema, demo tenant), then one pg-boss
+ * serves both the API's sends and the worker's queues over knex's single connection.
+ */
+export async function startEmbeddedRuntime (config: Readonly<Config>, log: Logger, release: Release): Promise<Runtime> {
+  // Loaded only here: a PostgreSQL-mode process never loads PGlite.
+  const { fromKnexPglite, openEmbedded, probeEngine } = await import('./embedded/index.js')
+  const embedded = await openEmbedded(config.dataDir)
+  const { db } = embedded
+  const boss = new PgBoss({ db: fromKnexPglite(db), backend: 'pglite', schema: 'pgboss', supervise: true, schedule: true, migrate: true, superviseIntervalSeconds: config.workerSuperviseSeconds })
+  boss.on('error', err => log.error({ err }, 'pg-boss error'))
+  try {
+    await release(db, boss, log, config.release)
+    await probeEngine(db)
+  } catch (err) {
+    await boss.stop({ graceful: false }).catch(() => {})
+    await embedded.close()
+    throw err
+  }
+  const sequencer = new Sequencer(db, err => log.error({ err }, 'audit sequencing failed'))
+  sequencer.startSweeping()
+  const feed = await startInProcessSettingsFeed(db, (channel, onPayload) => embedded.pglite.listen(channel, onPayload))
+  return {
+    db, sequencer, boss, redis: null,
+    async stop () {
+      await boss.stop({ graceful: true, timeout: 10_000 }).catch(err => log.error({ err }, 'pg-boss stop failed'))
+      await sequencer.stop()
+      await feed.stop()
+      await embedded.close()
     }
   }
 }

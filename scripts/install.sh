@@ -27,6 +27,13 @@ if ! command -v ogrinfo >/dev/null; then
   apt-get install -y -qq --no-install-recommends gdal-bin >/dev/null
 fi
 
+echo "== Chromium (the /map test drives it headless through playwright-core)"
+if ! command -v chromium >/dev/null; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends chromium >/dev/null
+fi
+
 echo "== Node 24 and packages"
 npm ci --no-audit --no-fund --loglevel=error
 export PATH="$PWD/node_modules/.bin:$PATH"

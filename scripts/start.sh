@@ -19,4 +19,4 @@ npm run setup
 npm run worker &
 worker=$!
 trap 'kill -TERM $worker 2>/dev/null; wait $worker' EXIT
-npm start
+node dist/server/main.js

@@ -28,6 +28,7 @@ import { registerPermissionRoutes } from './routes/permissions.js'
 import { registerGraphqlRoutes } from './graphql/index.js'
 import { registerLayerRoutes } from './routes/layers.js'
 import { registerOgcRoutes } from './routes/ogc.js'
+import { registerMapPage } from './map/index.js'
 
 export interface AppDeps {
   config: Readonly<Config>
@@ -85,6 +86,7 @@ export function createApp (deps: AppDeps): Koa {
     }
   }
   for (const register of ROUTE_MODULES) register(router, guards, deps)
+  registerMapPage(router)
   watchQueues(deps.db)
 
   app.use(observe(deps.log))

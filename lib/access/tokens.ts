@@ -82,3 +82,17 @@ function verifyUncached (auth: Config['auth'], token: string | null): TokenCheck
 export function anonymousIdentity (auth: Config['auth']): Identity {
   return { sub: 'anonymous', tenant: auth.defaultTenant, roles: ['owner'], scope: null }
 }
+
+/**
+ * A development access token that verifyAccessToken accepts under `auth` (HS256 with the
+ * configured secret, issuer and audience). The service never issues tokens to callers; this is
+ * for `npm run token` and embedded mode's start banner.
+ */
+export function issueAccessToken (auth: Config['auth'], claims: { sub: string, tenant: string, roles: string[], scope?: string }, expiresInSeconds: number): string {
+  return jwt.sign({ ...claims }, secretKey(auth.jwtSecret), {
+    algorithm: 'HS256',
+    expiresIn: expiresInSeconds,
+    ...(auth.issuer !== null ? { issuer: auth.issuer } : {}),
+    ...(auth.audience !== null ? { audience: auth.audience } : {})
+  })
+}

@@ -17,20 +17,27 @@ export interface Scheduler {
 }
 
 /**
- * Brings the rule's pg-boss schedule in line with the rule as committed. Holds the rule's row lock
- * meanwhile, so two syncs of one rule (publish then deactivate in quick succession) apply in order.
+ * Brings the rule's pg-boss schedule in line with the rule as committed. pg-boss writes schedules
+ * on its own connection, so no lock of ours can span the write (embedded mode has one connection,
+ * which the lock's transaction would hold). Instead the sync reads the rule again after applying
+ * and applies again until what it applied is what the rule says: of two racing syncs (publish then
+ * deactivate in quick succession), the last to apply has read the final state.
  */
 export async function syncSchedule (ctx: ServiceContext, ruleId: string, scheduler: Scheduler): Promise<'scheduled' | 'unscheduled'> {
-  return withTransaction(ctx.db, async tx => {
-    const rule = await sql.findRule(tx, ctx.tenantId, ruleId, true)
+  let applied: string | null = null
+  for (let round = 0; round < 5; round++) {
+    const rule = await sql.findRule(ctx.db, ctx.tenantId, ruleId)
     const trigger = rule?.status !== 'draft' ? rule?.live_content?.trigger : undefined
+    const wanted = trigger?.type === 'schedule' ? JSON.stringify([trigger.cron, trigger.timezone ?? 'UTC']) : 'none'
+    if (wanted === applied) break
     if (trigger?.type === 'schedule') {
       await scheduler.schedule(AUTOMATION_TICK.name, ruleId, trigger.cron, trigger.timezone ?? 'UTC', { tenantId: ctx.tenantId, ruleId })
-      return 'scheduled'
+    } else {
+      await scheduler.unschedule(AUTOMATION_TICK.name, ruleId)
     }
-    await scheduler.unschedule(AUTOMATION_TICK.name, ruleId)
-    return 'unscheduled'
-  })
+    applied = wanted
+  }
+  return applied === 'none' ? 'unscheduled' : 'scheduled'
 }
 
 /** One tick: a queued run of the rule's live version with payload {scheduledAt}. */

@@ -5,8 +5,12 @@ import { recordedRelease } from '../release/index.js'
 
 export interface Readiness {
   ready: boolean
-  body: { status: 'ok' | 'error', checks: { database: string, license: string, release: string } }
+  body: { status: 'ok' | 'error', mode: 'postgres' | 'embedded', note?: string, checks: { database: string, license: string, release: string } }
 }
+
+/** What readiness and the start banner say in embedded mode (no DATABASE_URL). */
+export const EMBEDDED_NOTE = 'embedded mode: PGlite in this one process, for trying things out on one machine; ' +
+  'for real use set DATABASE_URL to a PostgreSQL server with PostGIS and run the Procfile (release, web, worker)'
 
 /**
  * Ready when the database answers, the license verifies and the database runs our release
@@ -18,7 +22,8 @@ export async function readiness (db: Db, config: Readonly<Config>): Promise<Read
   const release = database === 'ok' ? await checkRelease(db, config.release) : 'unknown'
   const license = environmentLicenseStatus(config.license)
   const ready = database === 'ok' && release === 'ok' && license !== 'invalid'
-  return { ready, body: { status: ready ? 'ok' : 'error', checks: { database, license, release } } }
+  const mode = config.databaseUrl === null ? { mode: 'embedded' as const, note: EMBEDDED_NOTE } : { mode: 'postgres' as const }
+  return { ready, body: { status: ready ? 'ok' : 'error', ...mode, checks: { database, license, release } } }
 }
 
 const DATABASE_TIMEOUT_MS = 2000

@@ -1,9 +1,10 @@
 import { createHash } from 'node:crypto'
 import { escapeLiteral } from 'pg'
-import { prepared, type Queryable } from '../db.js'
+import { engineOf, prepared, type Queryable } from '../db.js'
 import * as objects from '../objects/index.js'
 import * as queries from '../queries/index.js'
 import { featureSql, mvtAttributesSql, type FieldSelection } from './selection.js'
+import { encodeTile } from './mvt-js.js'
 
 // The export statements. PostgreSQL builds every answer (GeoJSON by json_build_object/json_agg,
 // tiles by ST_AsMVT); JavaScript only frames them. All run over the object source `o`
@@ -46,6 +47,11 @@ export async function featureById (db: Queryable, s: Scope, fields: FieldSelecti
   return r.rows[0]?.f ?? null
 }
 
+/** One Feature's JSON text per row (column f), in no particular order. */
+export function streamStatement (s: Scope, fields: FieldSelection): Fragment {
+  return sql`SELECT ${featureSql(fields)}::text AS f FROM ${source(s)} o WHERE ${s.where}`
+}
+
 /**
  * The NDJSON stream's statement: `COPY (one Feature's JSON text per row) TO STDOUT`, in no
  * particular order. COPY runs by the simple query protocol, which takes no bindings: each is
@@ -53,7 +59,7 @@ export async function featureById (db: Queryable, s: Scope, fields: FieldSelecti
  * context exactly as it does an untyped binding.
  */
 export function streamCopyStatement (s: Scope, fields: FieldSelection): string {
-  const f = sql`SELECT ${featureSql(fields)}::text FROM ${source(s)} o WHERE ${s.where}`
+  const f = streamStatement(s, fields)
   let i = 0
   const text = f.text.replace(/\?/g, () => literal(f.params[i++]))
   if (i !== f.params.length) throw new Error('streamCopyStatement: bindings and placeholders differ')
@@ -85,14 +91,9 @@ export interface TileRequest { z: number, x: number, y: number, layerName: strin
  * parallel workers (and the setting, local to the statement's own transaction, says so too).
  */
 export async function renderTile (db: Queryable, s: Scope, fields: FieldSelection, t: TileRequest): Promise<Buffer> {
+  if (!engineOf(db).mvt) return encodeTile(await tileFeatures(db, s, fields, t), t)
   const f = sql`
-    WITH env AS MATERIALIZED (
-      SELECT ST_TileEnvelope(${t.z}, ${t.x}, ${t.y}) AS m, set_config('max_parallel_workers_per_gather', '0', true) AS serial
-    ),
-    box AS MATERIALIZED (
-      SELECT env.m, ST_Expand(g, (ST_XMax(g) - ST_XMin(g)) * 64 / 4096.0) AS g
-      FROM env, LATERAL (SELECT ST_Transform(env.m, 4326) AS g) l
-    )
+    ${tileBox(t)}
     SELECT ST_AsMVT(t, ${t.layerName}, 4096, 'geom') AS tile FROM (
       SELECT ST_AsMVTGeom(ST_Transform(o.geom, 3857), box.m, 4096, 64, true) AS geom,
         o.id::text AS id, o.type_id::text AS "typeId", o.public_id AS "publicId", o.workflow_state AS "workflowState",
@@ -101,6 +102,36 @@ export async function renderTile (db: Queryable, s: Scope, fields: FieldSelectio
     ) t WHERE t.geom IS NOT NULL`
   const r = await prepared(db, `layers.tile.${createHash('sha1').update(f.text).digest('base64url')}`, f.text, f.params)
   return r.rows[0]?.tile ?? Buffer.alloc(0)
+}
+
+/**
+ * The tile's 3857 envelope `m` and its lon/lat box `g` widened by the 64-pixel buffer; plans stay
+ * serial (set_config is PARALLEL UNSAFE, and the local setting says so too).
+ */
+function tileBox (t: TileRequest): Fragment {
+  return sql`WITH env AS MATERIALIZED (
+      SELECT ST_TileEnvelope(${t.z}, ${t.x}, ${t.y}) AS m, set_config('max_parallel_workers_per_gather', '0', true) AS serial
+    ),
+    box AS MATERIALIZED (
+      SELECT env.m, ST_Expand(g, (ST_XMax(g) - ST_XMin(g)) * 64 / 4096.0) AS g
+      FROM env, LATERAL (SELECT ST_Transform(env.m, 4326) AS g) l
+    )`
+}
+
+/**
+ * Where ST_AsMVT is missing (embedded PGlite; lib/db Engine): the same candidates and properties
+ * as renderTile's, as the text of a GeoJSON FeatureCollection, for mvt-js.ts to encode. Null
+ * properties are left out, as ST_AsMVT leaves them out.
+ */
+export async function tileFeatures (db: Queryable, s: Scope, fields: FieldSelection, t: TileRequest): Promise<string> {
+  const r = await run(db, sql`
+    ${tileBox(t)}
+    SELECT json_build_object('type', 'FeatureCollection', 'features', coalesce(json_agg(json_build_object(
+        'type', 'Feature', 'geometry', ST_AsGeoJSON(o.geom)::json,
+        'properties', jsonb_strip_nulls(jsonb_build_object('id', o.id::text, 'typeId', o.type_id::text,
+          'publicId', o.public_id, 'workflowState', o.workflow_state) || ${mvtAttributesSql(fields)}))), '[]'::json))::text AS fc
+    FROM ${source(s)} o, box WHERE o.geom && box.g AND ${s.where}`)
+  return r.rows[0].fc
 }
 
 export interface Extent { bbox: [number, number, number, number] | null, firstUpdate: string | null, lastUpdate: string | null }

@@ -1,7 +1,8 @@
-import { Transform, pipeline, type Readable } from 'node:stream'
+import { Readable, Transform, pipeline } from 'node:stream'
 import { to as copyTo } from 'pg-copy-streams'
 import type pg from 'pg'
 import type { ServiceContext } from '../context.js'
+import { engineOf } from '../db.js'
 import { parseQuery } from '../validation.js'
 import * as schema from './schema.js'
 import * as exportSql from './export-sql.js'
@@ -25,6 +26,12 @@ export async function featureStream (ctx: ServiceContext, query: Record<string, 
   const pl = await plan(ctx, 'ndjson', q)
   const head = { etag: pl.etag, maxAge: pl.ttl }
   if (matchesIfNoneMatch(ifNoneMatch, pl.etag)) return { ...head, stream: null }
+  if (!engineOf(ctx.db).cursors) {
+    // Embedded PGlite: one connection and no cursors or COPY; read every line, then free the connection.
+    const all = exportSql.streamStatement(pl.scope, pl.fields)
+    const r = await ctx.db.raw(all.text, all.params)
+    return { ...head, stream: Readable.from((r.rows as Array<{ f: string }>).map(row => row.f + '\n')) }
+  }
   const statement = exportSql.streamCopyStatement(pl.scope, pl.fields)
   const client = ctx.db.client as { acquireConnection: () => Promise<PooledClient>, releaseConnection: (c: PooledClient) => Promise<void> }
   const conn = await client.acquireConnection()

@@ -42,6 +42,30 @@ function emit (feed: Feed, kind: SettingsKind, tenantId: string | null): void {
   for (const l of feed.listeners) l(kind, tenantId)
 }
 
+function received (feed: Feed, payload: string | undefined): void {
+  const [kind, ...rest] = (payload ?? '').split(':')
+  if (isKind(kind)) emit(feed, kind, rest.join(':'))
+}
+
+/** LISTEN on a database that runs inside this process: resolves to its UNLISTEN. */
+export type InProcessListen = (channel: string, onPayload: (payload: string) => void) => Promise<() => Promise<void>>
+
+/**
+ * Embedded mode (lib/embedded): the one process's own database delivers the notifications, so
+ * the feed is live from the start and never reconnects.
+ */
+export async function startInProcessSettingsFeed (db: Db, listen: InProcessListen): Promise<{ stop: () => Promise<void> }> {
+  const feed = feedOf(db)
+  const unlisten = await listen(CHANNEL, payload => { received(feed, payload) })
+  feed.live = true
+  return {
+    async stop () {
+      feed.live = false
+      await unlisten()
+    }
+  }
+}
+
 /**
  * LISTENs on its own connection for as long as the process runs (API, worker, tests), retrying
  * every second while the database cannot be reached. While it is not connected, caches trust nothing (every read goes to the database); on (re)connect every
@@ -57,10 +81,7 @@ export async function startSettingsFeed (db: Db, databaseUrl: string, log: Logge
   }
   const connect = async (): Promise<void> => {
     const c = new pg.Client({ connectionString: databaseUrl })
-    c.on('notification', msg => {
-      const [kind, ...rest] = (msg.payload ?? '').split(':')
-      if (isKind(kind)) emit(feed, kind, rest.join(':'))
-    })
+    c.on('notification', msg => { received(feed, msg.payload) })
     c.on('error', err => { log.warn({ err: { message: err.message } }, 'settings feed lost its connection') })
     c.on('end', () => {
       feed.live = false

@@ -10,6 +10,8 @@ const HealthBody = {
   type: 'object',
   properties: {
     status: { type: 'string', enum: ['ok', 'error'] },
+    mode: { type: 'string', enum: ['postgres', 'embedded'], description: 'embedded: no DATABASE_URL, PGlite in the one process (trying things out)' },
+    note: { type: 'string', description: 'embedded mode only: what it is for and how to move to PostgreSQL' },
     checks: { type: 'object', properties: { database: { type: 'string' }, license: { type: 'string' }, release: { type: 'string' } } }
   }
 }

@@ -166,7 +166,7 @@ describe('500 INTERNAL_ERROR', () => {
     const typeId = await publishedType(s.as(tenant, ['owner']))
     await s.close()
     // Every transaction read-only: the INSERT fails in Postgres (25006) with the SQL in knex's message.
-    const url = new URL(s.config.databaseUrl)
+    const url = new URL(s.config.databaseUrl ?? '')
     url.searchParams.set('options', '-c default_transaction_read_only=on')
     const lines: string[] = []
     const log = createLogger('test', 'error', new Writable({ write (chunk, _enc, cb) { lines.push(String(chunk)); cb() } }))

@@ -80,11 +80,12 @@ export interface ServerOptions {
 /** The real app on a real socket (127.0.0.1, random port) over the real test database. */
 export async function startServer (env: Record<string, string> = {}, opts: ServerOptions = {}): Promise<TestServer> {
   const config = testConfig(env)
+  const databaseUrl = config.databaseUrl ?? TEST_DATABASE_URL
   const redis = opts.redis === true ? await connectRedis(config.redisUrl ?? 'redis://127.0.0.1:6379') : null
-  const db = createDb(config.databaseUrl, { poolMax: 30 })
+  const db = createDb(databaseUrl, { poolMax: 30 })
   const sequencer = new Sequencer(db, () => {})
-  const boss = opts.jobs === true ? await startBoss(config.databaseUrl) : null
-  const feed = await startSettingsFeed(db, config.databaseUrl, silentLog)
+  const boss = opts.jobs === true ? await startBoss(databaseUrl) : null
+  const feed = await startSettingsFeed(db, databaseUrl, silentLog)
   const app = createApp({ config, db, log: opts.log ?? silentLog, sequencer, jobs: boss ? pgBossSender(boss) : null, redis })
   const server = http.createServer(app.callback())
   await new Promise<void>(resolve => server.listen(0, '127.0.0.1', resolve))

@@ -112,8 +112,11 @@ describe('loadConfig', () => {
   })
 
   describe('DATABASE_URL', () => {
-    it('is required', () => refuses({ AUTH_JWT_SECRET: SECRET }, 'DATABASE_URL'))
-    it('is required even when blank', () => refuses({ ...BASE, DATABASE_URL: ' ' }, 'DATABASE_URL'))
+    it('unset means embedded mode, with its data folder (DATA_DIR, default ./data)', () => {
+      assert.equal(loadConfig({ AUTH_JWT_SECRET: SECRET }).databaseUrl, null)
+      assert.equal(loadConfig({ AUTH_JWT_SECRET: SECRET, DATABASE_URL: ' ' }).dataDir, 'data')
+      assert.equal(loadConfig({ AUTH_JWT_SECRET: SECRET, DATA_DIR: '/tmp/x' }).dataDir, '/tmp/x')
+    })
     it('must be a postgres URL', () => refuses({ ...BASE, DATABASE_URL: 'mysql://root@localhost/db' }, 'DATABASE_URL'))
     it('must be a URL at all', () => refuses({ ...BASE, DATABASE_URL: 'not a url' }, 'DATABASE_URL'))
     it('accepts the postgresql: scheme too', () => {

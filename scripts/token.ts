@@ -1,0 +1,41 @@
+// A development access token for the configured secret: npm run token -- --tenant demo --roles owner
+// PostgreSQL mode signs with AUTH_JWT_SECRET (and AUTH_JWT_ISSUER / AUTH_JWT_AUDIENCE when set);
+// embedded mode (no DATABASE_URL) with the secret kept in the data folder (DATA_DIR, default ./data),
+// made here if the service has not started yet. Prints the token alone on stdout.
+import { parseArgs } from 'node:util'
+import { loadConfigOrExit } from '../lib/config.js'
+import { issueAccessToken, TENANT_RE } from '../lib/access/index.js'
+import { packageVersion } from '../lib/release/version.js'
+import { embeddedEnv } from '../server/embedded-env.js'
+
+const USAGE = `usage: npm run -s token -- --tenant <id> [--roles owner,admin,...] [--sub <subject>] [--scope "objects:read ..."] [--days <n>]
+Defaults: --roles owner, --sub dev, --days 30.`
+
+function main (): void {
+  const { values } = parseArgs({
+    options: {
+      tenant: { type: 'string' },
+      roles: { type: 'string', default: 'owner' },
+      sub: { type: 'string', default: 'dev' },
+      scope: { type: 'string' },
+      days: { type: 'string', default: '30' },
+      help: { type: 'boolean' }
+    }
+  })
+  if (values.help === true) { console.log(USAGE); return }
+  if (values.tenant === undefined || !TENANT_RE.test(values.tenant)) throw new Error('--tenant is required (1 to 64 of A-Za-z0-9._-)')
+  const days = Number(values.days)
+  if (!(days > 0)) throw new Error('--days must be a positive number')
+  const roles = values.roles.split(',').map(r => r.trim()).filter(r => r !== '')
+  const config = loadConfigOrExit(embeddedEnv(process.env), packageVersion())
+  if (config.auth.disabled) throw new Error('AUTH_DISABLED is true: the service takes no tokens')
+  const claims = { sub: values.sub, tenant: values.tenant, roles, ...(values.scope !== undefined ? { scope: values.scope } : {}) }
+  console.log(issueAccessToken(config.auth, claims, Math.round(days * 24 * 3600)))
+}
+
+try {
+  main()
+} catch (err) {
+  process.stderr.write(`${(err as Error).message}\n${USAGE}\n`)
+  process.exit(2)
+}
