@@ -78,6 +78,29 @@ async function endToEnd (env: AutomationBenchEnv, f: Fixture): Promise<number> {
   return RUNS / (Number(process.hrtime.bigint() - t0) / 1e9)
 }
 
+/**
+ * Where the end-to-end time goes: RUNS ingress calls with no worker running (the API's share,
+ * runs/s accepted), then `n` workers drain them (runs/s from the first run started to the last
+ * finished, by the database's clock).
+ */
+async function split (env: AutomationBenchEnv, f: Fixture, n: number): Promise<{ ingress: number, drain: number }> {
+  const mark = new Date()
+  const t0 = process.hrtime.bigint()
+  await throughput(RUNS, CLIENTS, async i => {
+    await post(env, '/v1/automation/triggers/bench', f.webhookToken, { id: f.objectIds[i % f.objectIds.length], n: i })
+  })
+  const ingress = RUNS / (Number(process.hrtime.bigint() - t0) / 1e9)
+  const workers = await startWorkers(env.env, n)
+  try {
+    const done = async () => (await env.db.raw('SELECT count(*)::int AS n FROM automation_runs WHERE tenant_id = ? AND rule_id = ? AND queued_at >= ? AND finished_at IS NOT NULL', [f.tenant, f.ruleId, mark])).rows[0].n
+    while (await done() < RUNS) await new Promise(r => setTimeout(r, 20))
+  } finally {
+    await stopWorkers(workers)
+  }
+  const r = await env.db.raw('SELECT extract(epoch FROM max(finished_at) - min(started_at))::float8 AS s FROM automation_runs WHERE tenant_id = ? AND rule_id = ? AND queued_at >= ?', [f.tenant, f.ruleId, mark])
+  return { ingress, drain: RUNS / r.rows[0].s }
+}
+
 /** pg-boss alone: RUNS sends from CLIENTS senders, worked by `workers` in-process workers. */
 async function bossRate (boss: PgBoss, workers: number): Promise<number> {
   let done = 0
@@ -141,6 +164,12 @@ export async function benchAutomation (env: AutomationBenchEnv, print: (line: st
   await boss.createQueue(BASELINE_QUEUE, { retryLimit: 0 })
   const f = await fixture(env)
   try {
+    if (process.env.BENCH_AUTOMATION_SPLIT === '1') {
+      for (const n of [1, 2]) {
+        const x = await split(env, f, n)
+        print(`automation split, ${n} worker(s): ingress ${x.ingress.toFixed(0)} runs/s accepted, workers drain ${x.drain.toFixed(0)} runs/s`)
+      }
+    }
     for (const n of [1, 2]) {
       const workers = await startWorkers(env.env, n)
       try {
