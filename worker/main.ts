@@ -11,6 +11,7 @@ import * as outbox from '../lib/outbox/index.js'
 import * as counters from '../lib/counters/index.js'
 import * as layers from '../lib/layers/index.js'
 import { startAutomation } from './automation.js'
+import { serveWorkerMetrics } from './metrics.js'
 
 // config -> runtime -> queues -> handlers -> schedules; stop on SIGTERM. Scales horizontally:
 // every worker competes for the same pg-boss queues and outbox rows (SKIP LOCKED).
@@ -47,7 +48,9 @@ const poll = setInterval(() => {
 const fold = setInterval(() => {
   counters.fold(rt.db).catch(err => log.error({ err }, 'counter fold failed'))
 }, 5000)
+const metrics = config.workerMetricsPort === null ? null : await serveWorkerMetrics(config.workerMetricsPort, config.metricsToken, log)
 onShutdown(log, async () => {
+  await metrics?.close()
   clearInterval(poll)
   clearInterval(fold)
   await rt.stop()

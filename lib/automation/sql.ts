@@ -86,14 +86,14 @@ export async function listVersions (db: Queryable, tenantId: string, ruleId: str
 
 export interface LiveRule { id: string, status: 'sandbox' | 'active', live_version: number, live_content: RuleContent, actor_roles: string[], signing_secret: string | null }
 
-/** The tenant's live rules whose object-event trigger lists `eventType` (index automation_rules_tenant_live). */
-export async function liveRulesForEvent (db: Queryable, tenantId: string, eventType: string): Promise<LiveRule[]> {
-  const r = await db.raw(`
+/** Every live rule of the tenant with an object-event trigger (index automation_rules_tenant_live). */
+export async function liveEventRules (db: Queryable, tenantId: string): Promise<LiveRule[]> {
+  const r = await prepared(db, 'automation.live-event-rules', `
     SELECT r.id, r.status, r.live_version, v.definition AS live_content, r.actor_roles, r.signing_secret
     FROM automation_rules r
     JOIN automation_rule_versions v ON v.tenant_id = r.tenant_id AND v.rule_id = r.id AND v.version = r.live_version
     WHERE r.tenant_id = ? AND r.deleted_at IS NULL AND r.status <> 'draft'
-      AND v.definition->'trigger'->>'type' = 'object.event' AND v.definition->'trigger'->'events' @> jsonb_build_array(?::text)`, [tenantId, eventType])
+      AND v.definition->'trigger'->>'type' = 'object.event'`, [tenantId])
   return r.rows
 }
 
@@ -121,6 +121,23 @@ export async function insertRun (tx: Tx, tenantId: string, run: NewRun): Promise
   [tenantId, run.rule_id, run.rule_version, JSON.stringify(run.trigger), run.trigger_key, run.depth, JSON.stringify(run.input ?? null), run.replay_of ?? null,
     tenantId, run.rule_id, run.trigger_key])
   return r.rows[0]
+}
+
+/**
+ * Inserts queued runs of one tenant in the given order, one statement; a run whose trigger key
+ * its rule already has is left out. Returns the ids of the runs it created, in order.
+ */
+export async function insertRuns (tx: Tx, tenantId: string, runs: NewRun[]): Promise<string[]> {
+  if (runs.length === 0) return []
+  const r = await tx.raw(`
+    INSERT INTO automation_runs (tenant_id, rule_id, rule_version, trigger, trigger_key, depth, input)
+    SELECT ?, x.rule_id, x.rule_version, x.trigger, x.trigger_key, x.depth, x.input
+    FROM ROWS FROM (jsonb_to_recordset(?::jsonb) AS (rule_id uuid, rule_version int, trigger jsonb, trigger_key text, depth int, input jsonb))
+      WITH ORDINALITY AS x(rule_id, rule_version, trigger, trigger_key, depth, input, n)
+    ORDER BY x.n
+    ON CONFLICT (tenant_id, rule_id, trigger_key) DO NOTHING
+    RETURNING id`, [tenantId, JSON.stringify(runs.map(r => ({ ...r, input: r.input ?? null })))])
+  return r.rows.map((x: { id: string }) => x.id)
 }
 
 export interface RunRow {

@@ -51,8 +51,10 @@ export async function claimPending (tx: Tx, limit: number, tenantId?: string): P
   return q
 }
 
-export async function markDelivered (tx: Tx, row: OutboxRow): Promise<void> {
-  await tx('outbox_events').where({ id: row.id }).update({ delivered_at: tx.fn.now(), attempts: row.attempts + 1, last_error: null })
+/** Marks a claim delivered in one statement. */
+export async function markDelivered (tx: Tx, rows: OutboxRow[]): Promise<void> {
+  await tx.raw(`UPDATE outbox_events SET delivered_at = now(), attempts = attempts + 1, last_error = NULL
+    WHERE (tenant_id, id) IN (SELECT * FROM unnest(?::text[], ?::uuid[]))`, [rows.map(r => r.tenant_id), rows.map(r => r.id)])
 }
 
 export async function markFailed (tx: Tx, row: OutboxRow, error: string): Promise<void> {
