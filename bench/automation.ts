@@ -78,6 +78,29 @@ async function endToEnd (env: AutomationBenchEnv, f: Fixture): Promise<number> {
   return RUNS / (Number(process.hrtime.bigint() - t0) / 1e9)
 }
 
+/**
+ * Where the end-to-end time goes: RUNS ingress calls with no worker running (the API's share,
+ * runs/s accepted), then `n` workers drain them (runs/s from the first run started to the last
+ * finished, by the database's clock).
+ */
+async function split (env: AutomationBenchEnv, f: Fixture, n: number): Promise<{ ingress: number, drain: number }> {
+  const mark = new Date()
+  const t0 = process.hrtime.bigint()
+  await throughput(RUNS, CLIENTS, async i => {
+    await post(env, '/v1/automation/triggers/bench', f.webhookToken, { id: f.objectIds[i % f.objectIds.length], n: i })
+  })
+  const ingress = RUNS / (Number(process.hrtime.bigint() - t0) / 1e9)
+  const workers = await startWorkers(env.env, n)
+  try {
+    const done = async () => (await env.db.raw('SELECT count(*)::int AS n FROM automation_runs WHERE tenant_id = ? AND rule_id = ? AND queued_at >= ? AND finished_at IS NOT NULL', [f.tenant, f.ruleId, mark])).rows[0].n
+    while (await done() < RUNS) await new Promise(r => setTimeout(r, 20))
+  } finally {
+    await stopWorkers(workers)
+  }
+  const r = await env.db.raw('SELECT extract(epoch FROM max(finished_at) - min(started_at))::float8 AS s FROM automation_runs WHERE tenant_id = ? AND rule_id = ? AND queued_at >= ?', [f.tenant, f.ruleId, mark])
+  return { ingress, drain: RUNS / r.rows[0].s }
+}
+
 /** pg-boss alone: RUNS sends from CLIENTS senders, worked by `workers` in-process workers. */
 async function bossRate (boss: PgBoss, workers: number): Promise<number> {
   let done = 0
@@ -118,6 +141,30 @@ async function eventLatency (env: AutomationBenchEnv, f: Fixture, samples: numbe
   return r.rows.map((x: { s: number }) => x.s * 1000)
 }
 
+/**
+ * Outbox dispatch against a backlog: BACKLOG object.updated events of another tenant (no rules)
+ * written in one statement, as a burst of creates would leave them; events/s until none is
+ * pending, then event -> run latency for `samples` while the same backlog is being drained.
+ */
+const BACKLOG = Number(process.env.BENCH_OUTBOX_BACKLOG ?? 20000)
+
+async function seedBacklog (db: Db, n: number): Promise<void> {
+  await db.raw(`INSERT INTO outbox_events (tenant_id, type, aggregate_type, aggregate_id, payload)
+    SELECT ?, 'object.updated', 'object', gen_random_uuid()::text, jsonb_build_object('object', jsonb_build_object('typeId', gen_random_uuid()), 'previous', null)
+    FROM generate_series(1, ?)`, [benchTenant('backlog'), n])
+}
+
+async function pendingCount (db: Db): Promise<number> {
+  return (await db.raw('SELECT count(*)::int AS n FROM outbox_events WHERE delivered_at IS NULL')).rows[0].n
+}
+
+async function drainRate (db: Db): Promise<number> {
+  await seedBacklog(db, BACKLOG)
+  const t0 = process.hrtime.bigint()
+  while (await pendingCount(db) > 0) await new Promise(r => setTimeout(r, 50))
+  return BACKLOG / (Number(process.hrtime.bigint() - t0) / 1e9)
+}
+
 async function bossLatency (boss: PgBoss, samples: number): Promise<number[]> {
   const waits: number[] = []
   let sentAt = 0
@@ -141,6 +188,12 @@ export async function benchAutomation (env: AutomationBenchEnv, print: (line: st
   await boss.createQueue(BASELINE_QUEUE, { retryLimit: 0 })
   const f = await fixture(env)
   try {
+    if (process.env.BENCH_AUTOMATION_SPLIT === '1') {
+      for (const n of [1, 2]) {
+        const x = await split(env, f, n)
+        print(`automation split, ${n} worker(s): ingress ${x.ingress.toFixed(0)} runs/s accepted, workers drain ${x.drain.toFixed(0)} runs/s`)
+      }
+    }
     for (const n of [1, 2]) {
       const workers = await startWorkers(env.env, n)
       try {
@@ -154,6 +207,10 @@ export async function benchAutomation (env: AutomationBenchEnv, print: (line: st
             const b = percentile(theirs, p)
             print(`event -> run start p${String(p * 100).padEnd(2)} (vs pg-boss send -> start)  ${a.toFixed(0).padStart(8)} ms     vs ${b.toFixed(0).padStart(8)} ms     ratio ${(a / b).toFixed(2)} (lower is better)`)
           }
+          print(`outbox dispatch, backlog of ${BACKLOG} events, 1 worker: ${(await drainRate(env.db)).toFixed(0)} events/s`)
+          await seedBacklog(env.db, BACKLOG)
+          const loaded = await eventLatency(env, f, samples)
+          print(`event -> run start with a ${BACKLOG}-event backlog just written: p50 ${percentile(loaded, 0.5).toFixed(0)} ms, p95 ${percentile(loaded, 0.95).toFixed(0)} ms, p99 ${percentile(loaded, 0.99).toFixed(0)} ms`)
         }
       } finally {
         await stopWorkers(workers)

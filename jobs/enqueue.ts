@@ -26,6 +26,11 @@ export function pgBossSender (boss: PgBoss): JobSender {
         ...(opts.singletonKey !== undefined ? { singletonKey: opts.singletonKey } : {}),
         ...(opts.startAfterSeconds !== undefined ? { startAfter: opts.startAfterSeconds } : {})
       })
+    },
+    async sendMany (queue, payloads, opts) {
+      if (payloads.length === 0) return
+      const db = opts.db as Knex
+      await boss.insert(queue, payloads.map(data => ({ data })), db.isTransaction ? { db: fromKnex(db as Knex.Transaction) } : {})
     }
   }
 }

@@ -41,6 +41,8 @@ export interface Config {
   }
   /** How often a worker's pg-boss looks for jobs of dead workers (expired) to hand out again. */
   workerSuperviseSeconds: number
+  /** Port of the worker's own /metrics (null: not served). */
+  workerMetricsPort: number | null
   /** `async` sequences audit events after commit; `sync` takes the chain head lock inside the write. */
   auditSequencing: 'async' | 'sync'
   /** Ed25519 private key (PKCS#8 PEM) signing audit tree heads; null: derived from AUTH_JWT_SECRET (lib/audit/signing.ts). */
@@ -175,6 +177,7 @@ export function loadConfig (env: Env, release = '0.0.0'): Readonly<Config> {
       failedRunRetentionDays: int(env, 'AUTOMATION_FAILED_RUN_RETENTION_DAYS', 30, 1)
     }),
     workerSuperviseSeconds: int(env, 'WORKER_SUPERVISE_SECONDS', 60, 1, 3600),
+    workerMetricsPort: str(env, 'WORKER_METRICS_PORT') === null ? null : int(env, 'WORKER_METRICS_PORT', 0, 0, 65535),
     auditSequencing: oneOf(env, 'AUDIT_SEQUENCING', ['async', 'sync'] as const, 'async'),
     auditSigningKey,
     release

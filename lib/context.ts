@@ -11,6 +11,8 @@ export interface Actor {
 /** Sends a typed job, inside `db`'s transaction when it is one (so a rollback enqueues nothing). */
 export interface JobSender {
   send (queue: string, payload: object, opts: { db: Queryable, singletonKey?: string, startAfterSeconds?: number }): Promise<void>
+  /** Several jobs of one queue in one statement (absent: one `send` each). */
+  sendMany? (queue: string, payloads: object[], opts: { db: Queryable }): Promise<void>
 }
 
 /** Sequences a tenant's pending audit events soon after a commit (lib/audit Sequencer). */

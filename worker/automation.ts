@@ -19,10 +19,11 @@ import type { Config } from '../lib/config.js'
 // Every worker runs all of them; pg-boss hands each job to one worker (SKIP LOCKED).
 
 /**
- * Four fetch loops of up to 4 runs each; while fetches come back full they fetch again at once
- * (pg-boss otherwise waits a polling interval after every fetch, about 8 runs/s per worker).
+ * Two fetch loops of up to 8 runs each, the runs of a batch executed side by side (16 run
+ * transactions in flight per worker, within the pool's 20 connections); while fetches come back
+ * full they fetch again at once (pg-boss otherwise waits a polling interval after every fetch).
  */
-export const RUN_WORK_OPTIONS = { pollingIntervalSeconds: 0.5, batchSize: 4, localConcurrency: 4, burstWhenBatchFull: true } as const
+export const RUN_WORK_OPTIONS = { pollingIntervalSeconds: 0.5, batchSize: 8, localConcurrency: 2, burstWhenBatchFull: true } as const
 
 /** pg-boss's scheduler as lib/automation sees it: one schedule per rule, keyed by the rule id. */
 function scheduler (boss: PgBoss): automation.Scheduler {

@@ -4,6 +4,7 @@ import { createLogger } from '../lib/log.js'
 import { packageVersion } from '../lib/release/version.js'
 import { onShutdown, startRuntimeOrExit } from '../lib/runtime.js'
 import { startWorker } from './start.js'
+import { serveWorkerMetrics } from './metrics.js'
 
 // config -> runtime -> queues -> handlers -> schedules; stop on SIGTERM. Scales horizontally:
 // every worker competes for the same pg-boss queues and outbox rows (SKIP LOCKED).
@@ -12,7 +13,9 @@ requireDatabaseUrl(config, 'worker')
 const log = createLogger('worker', config.logLevel)
 const rt = await startRuntimeOrExit(config, log, { worker: true })
 const stopWorker = await startWorker(rt, config, log)
+const metrics = config.workerMetricsPort === null ? null : await serveWorkerMetrics(config.workerMetricsPort, config.metricsToken, log)
 onShutdown(log, async () => {
+  await metrics?.close()
   stopWorker()
   await rt.stop()
 })

@@ -1,5 +1,6 @@
 import type { ServiceContext } from '../context.js'
-import { permissionsFor, type Permissions } from '../access/index.js'
+import type { Permissions } from '../access/index.js'
+import * as policy from '../policy/index.js'
 
 /** What the engine needs to build a context: a worker's long-lived dependencies. */
 export type EngineDeps = Pick<ServiceContext, 'db' | 'config' | 'log' | 'jobs' | 'sequencer'>
@@ -11,11 +12,14 @@ export function engineContext (deps: EngineDeps, tenantId: string, requestId: st
 
 /**
  * The rule as the actor of its run: `automation:<ruleId>` with the roles of whoever last published
- * it (so workflow guards judge the rule as they would judge its publisher), plus
- * automationRules:execute, which running a published rule needs by definition.
+ * it (so workflow guards judge the rule as they would judge its publisher), granted what the
+ * tenant's permission policy grants those roles, exactly as the API grants a caller (lib/policy:
+ * cached per tenant and policy version, dropped by the settings NOTIFY feed), plus
+ * automationRules:execute, which running a published rule needs by definition. `ctx.db` may be
+ * the run's transaction; the policy is read through `pool` (its cache is per pool).
  */
-export function ruleContext (ctx: ServiceContext, ruleId: string, roles: string[]): ServiceContext {
-  const base = permissionsFor(roles, null)
+export async function ruleContext (ctx: ServiceContext, pool: ServiceContext['db'], ruleId: string, roles: string[]): Promise<ServiceContext> {
+  const base = await policy.permissionsFor(pool, ctx.tenantId, roles, null)
   const permissions: Permissions = { ...base, automationRules: [...new Set([...(base.automationRules ?? []), 'execute' as const])] }
   return { ...ctx, actor: { sub: `automation:${ruleId}`, roles }, permissions, scope: null }
 }

@@ -9,7 +9,9 @@ import { WEBHOOK_DELIVER } from '../../jobs/contracts.js'
 import * as sql from './sql.js'
 import type { Effect, RuleContent } from './definition.js'
 import { evaluateMatches, type MatchSpec } from './match.js'
-import { render, renderText, TemplateError, type TemplateScope } from './templates.js'
+import { render, renderText, TemplateError, usesObject, type TemplateScope } from './templates.js'
+import { assertTenantGate } from './hooks.js'
+import { LRUCache } from 'lru-cache'
 import { ruleContext } from './context.js'
 import { finishRun, type Step } from './finish.js'
 import { redactHeaders } from './http.js'
@@ -48,8 +50,8 @@ async function applyDbEffect (ctx: ServiceContext, effect: Effect, scope: Templa
   if (effect.type === 'object.update') {
     const id = targetId(effect, scope)
     const attributes = render(effect.attributes, scope, 'effect.attributes')
-    const current = await objects.getObject(ctx, id, {})
-    const o = await objects.patchObject(ctx, id, { attributes }, current.version)
+    // A merge patch onto whatever version is current under the object's row lock (no If-Match).
+    const o = await objects.patchObject(ctx, id, { attributes }, null)
     return { objectId: o.id, version: o.version }
   }
   throw new Error(`not a database effect: ${effect.type}`)
@@ -63,12 +65,21 @@ function renderWebhook (effect: Extract<Effect, { type: 'webhook' }>, scope: Tem
   return { url: renderText(effect.url, scope, 'effect.url'), method, headers, body }
 }
 
+const objectMentions = new WeakMap<RuleContent, boolean>()
+
+/** Whether the effect's templates use {{object.*}} (the object is only read when they do). */
+function mentionsObject (content: RuleContent): boolean {
+  let m = objectMentions.get(content)
+  if (m === undefined) { m = usesObject(content.effect); objectMentions.set(content, m) }
+  return m
+}
+
 /** The object `{{object.*}}` refers to: the triggering one, or for other triggers the effect's target. */
 async function scopeOf (ctx: ServiceContext, run: sql.RunRow, content: RuleContent): Promise<TemplateScope> {
   const scope: TemplateScope = { object: null, payload: run.input, tenant: ctx.tenantId, ruleId: run.rule_id, runId: run.id, now: new Date().toISOString() }
   const input = run.input as { object?: Record<string, unknown> } | null
   if (run.trigger.type === 'object.event' && input?.object) scope.object = input.object
-  else if (content.effect.type !== 'webhook' && content.effect.objectId !== undefined) {
+  else if (content.effect.type !== 'webhook' && content.effect.objectId !== undefined && mentionsObject(content)) {
     const id = renderText(content.effect.objectId, scope, 'effect.objectId')
     scope.object = await objects.getObject(ctx, id, {}).catch(() => null)
   }
@@ -89,15 +100,28 @@ async function runEffect (ctx: ServiceContext, tx: Tx, run: sql.RunRow, content:
       return { status: 'running', extra: { request, outgoing } }
     }
     if (dryRun) { steps.push(step('effect', t0, true, { dryRun: true, effect: effect.type })); return { status: 'dry_run' } }
-    const detail = await tx.transaction(sp => applyDbEffect({ ...ctx, db: sp }, effect, scope))
+    // No savepoint: a refused database effect rolls the whole run transaction back
+    // (EffectRefused) and its outcome is recorded in a fresh one; success costs two round trips less.
+    const detail = await applyDbEffect({ ...ctx, db: tx }, effect, scope).catch(err => {
+      const f = failure(err)
+      if (f === null) throw err
+      steps.push(step('effect', t0, false, f))
+      throw new EffectRefused({ status: 'failed', error: f })
+    })
     steps.push(step('effect', t0, true, detail))
     return { status: 'succeeded' }
   } catch (err) {
+    if (err instanceof EffectRefused) throw err
     const f = failure(err)
     if (f === null) throw err
     steps.push(step('effect', t0, false, f))
     return { status: 'failed', error: f }
   }
+}
+
+/** A database effect was refused: its writes are rolled back with the run's transaction. */
+class EffectRefused extends Error {
+  constructor (readonly outcome: Outcome, readonly patch: Partial<sql.RunRow> = {}) { super('effect refused') }
 }
 
 function evaluate (run: sql.RunRow, content: RuleContent, steps: Step[]): { matched: boolean | null, conditionResult: boolean | null, error?: { code: string, message: string } } {
@@ -133,35 +157,85 @@ export async function executeRun (ctx: ServiceContext, runId: string, lastTry = 
   }
 }
 
-async function failForGood (ctx: ServiceContext, runId: string): Promise<boolean> {
+function failForGood (ctx: ServiceContext, runId: string): Promise<boolean> {
+  return recordOutcome(ctx, runId, { status: 'failed', started_at: new Date(), error: { code: 'INTERNAL_ERROR', message: 'the run could not be executed; every retry failed (see the worker log)' } })
+}
+
+/** Finishes a still-queued run with `patch` in a transaction of its own (nothing else is applied). */
+async function recordOutcome (ctx: ServiceContext, runId: string, patch: Partial<sql.RunRow> & { status: sql.RunStatus }): Promise<boolean> {
   return withTransaction(ctx.db, async tx => {
-    const run = await sql.lockRun(tx, ctx.tenantId, runId)
+    const run = await sql.claimRun(tx, ctx.tenantId, runId, false)
     if (run === null || run.status !== 'queued') return false
-    const rule = await sql.ruleForRun(tx, ctx.tenantId, run.rule_id, run.rule_version)
-    const rctx = ruleContext({ ...ctx, db: tx, causation: { depth: run.depth + 1, ruleId: run.rule_id, runId } }, run.rule_id, rule?.actor_roles ?? [])
-    await finishRun(rctx, run, { status: 'failed', started_at: new Date(), error: { code: 'INTERNAL_ERROR', message: 'the run could not be executed; every retry failed (see the worker log)' } })
+    const rctx = await ruleContext({ ...ctx, db: tx, causation: { depth: run.depth + 1, ruleId: run.rule_id, runId } }, ctx.db, run.rule_id, run.actor_roles ?? [])
+    await finishRun(rctx, run, patch)
     return true
   })
 }
 
+// Published versions never change (PATCH edits drafts only, and a run names a version that was
+// live), so a worker keeps their content: a run then reads only its own row and the rule's status.
+const contents = new LRUCache<string, RuleContent>({ max: 2000 })
+
+/** The run locked, with its rule's status and roles and its version's content (from the cache when held). */
+async function claim (tx: Tx, tenantId: string, runId: string): Promise<{ run: sql.ClaimedRun, content: RuleContent | null } | null> {
+  for (const withContent of [false, true]) {
+    const run = await sql.claimRun(tx, tenantId, runId, withContent)
+    if (run === null) return null
+    const key = `${tenantId}|${run.rule_id}|${run.rule_version}`
+    const held = contents.get(key)
+    if (held !== undefined) return { run, content: held }
+    if (withContent) {
+      if (run.content != null) contents.set(key, run.content)
+      return { run, content: run.content ?? null }
+    }
+    if (run.status !== 'queued') return { run, content: null }
+  }
+  return null
+}
+
 async function executeOnce (ctx: ServiceContext, runId: string): Promise<boolean> {
+  try {
+    return await attempt(ctx, runId)
+  } catch (err) {
+    if (!(err instanceof EffectRefused)) throw err
+    return recordOutcome(ctx, runId, { ...err.patch, ...err.outcome })
+  }
+}
+
+async function attempt (ctx: ServiceContext, runId: string): Promise<boolean> {
   return withTransaction(ctx.db, async tx => {
-    const run = await sql.lockRun(tx, ctx.tenantId, runId)
-    if (run === null || run.status !== 'queued') return false
-    const rule = await sql.ruleForRun(tx, ctx.tenantId, run.rule_id, run.rule_version)
+    const claimed = await claim(tx, ctx.tenantId, runId)
+    if (claimed === null || claimed.run.status !== 'queued') return false
+    const { run, content } = claimed
     const startedAt = new Date()
-    const rctx = ruleContext({ ...ctx, db: tx, causation: { depth: run.depth + 1, ruleId: run.rule_id, runId } }, run.rule_id, rule?.actor_roles ?? [])
-    if (rule === null || rule.content === null || rule.deleted || rule.status === 'draft') {
+    const rctx = await ruleContext({ ...ctx, db: tx, causation: { depth: run.depth + 1, ruleId: run.rule_id, runId } }, ctx.db, run.rule_id, run.actor_roles ?? [])
+    if (content === null || run.rule_deleted !== false || run.rule_status === 'draft' || run.rule_status === null) {
       await finishRun(rctx, run, { status: 'skipped', started_at: startedAt, error: { code: 'RULE_NOT_LIVE', message: 'the rule was deactivated or deleted before this run started' } })
       return true
     }
+    const refused = await gate(rctx)
+    if (refused !== null) { await finishRun(rctx, run, { status: 'failed', started_at: startedAt, error: refused }); return true }
     const steps: Step[] = []
-    const e = evaluate(run, rule.content, steps)
+    const e = evaluate(run, content, steps)
     const base = { started_at: startedAt, matched: e.matched, condition_result: e.conditionResult, steps }
     if (e.error) { await finishRun(rctx, run, { ...base, status: 'failed', error: e.error }); return true }
     if (e.matched === false || e.conditionResult === false) { await finishRun(rctx, run, { ...base, status: 'skipped' }); return true }
-    const out = await runEffect(rctx, tx, run, rule.content, rule.status === 'sandbox', steps)
+    const out = await runEffect(rctx, tx, run, content, run.rule_status === 'sandbox', steps).catch(err => {
+      if (err instanceof EffectRefused) throw new EffectRefused(err.outcome, base)
+      throw err
+    })
     await finishRun(rctx, run, { ...base, ...out.extra, status: out.status, error: out.error ?? null })
     return true
   })
+}
+
+/** The tenant's switches (the license's automation feature): a refusal fails the run with its code. */
+async function gate (ctx: ServiceContext): Promise<{ code: string, message: string } | null> {
+  try {
+    await assertTenantGate(ctx)
+    return null
+  } catch (err) {
+    if (!isAppError(err)) throw err
+    return { code: err.code, message: err.message }
+  }
 }

@@ -43,8 +43,9 @@ export async function finishRun (ctx: ServiceContext, run: sql.RunRow, patch: Ou
   const final = FINAL.has(patch.status)
   try {
     await runWrite(ctx, { resource: 'automationRules', action: 'execute' }, async w => {
-      await store(w.tx, ctx.tenantId, run, patch, final)
-      if (final) w.record(changeOf(run, patch))
+      // Final: the row, its count and its audit/event in one statement (one round trip).
+      if (final) await w.fold(sql.finishRunFolded(w.tx, ctx.tenantId, run.id, patch, changeOf(run, patch)))
+      else await sql.updateRun(w.tx, ctx.tenantId, run.id, patch)
     })
   } catch (err) {
     // A refusal after the store (an in-transaction hook) leaves the same outcome written; storing

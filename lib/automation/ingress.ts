@@ -1,16 +1,19 @@
 import { randomUUID } from 'node:crypto'
-import type { ServiceContext } from '../context.js'
 import { AppError } from '../errors.js'
 import { withTransaction } from '../db.js'
 import * as sql from './sql.js'
 import { readWebhookToken, tokenMatches } from './secrets.js'
 import { queueRun } from './trigger.js'
+import { engineContext, type EngineDeps } from './context.js'
+import { assertTenantGate } from './hooks.js'
 
 // POST /v1/automation/triggers/{slug}: authenticate by the rule's token, record a queued run and
 // enqueue it; nothing else happens in the request (the worker runs it). CONTRACT: bad or missing
-// token 401; no active or sandbox rule for the slug 404; else 202 {accepted: true, runIds}.
+// token 401; the tenant's license switches automation off 403 FEATURE_DISABLED (checked once the
+// token names the tenant, as a bearer route checks after authentication); no active or sandbox
+// rule for the slug 404; else 202 {accepted: true, runIds}.
 
-export interface IngressDeps { db: ServiceContext['db'], jobs: ServiceContext['jobs'] }
+export type IngressDeps = EngineDeps
 
 function unauthorized (): never {
   throw new AppError('UNAUTHORIZED', 'a valid webhook token is required: Authorization: Bearer <webhookToken>', { reason: 'bad_webhook_token' })
@@ -26,6 +29,7 @@ export async function acceptWebhook (deps: IngressDeps, slug: string, token: str
   const rule = await sql.ruleForIngress(deps.db, claim.tenantId, claim.ruleId)
   // The same answer for an unknown rule and a wrong secret: a token reveals nothing by its shape.
   if (rule === null || !tokenMatches(token!, rule.token_hash)) unauthorized()
+  await assertTenantGate(engineContext(deps, claim.tenantId, idempotencyKey ?? randomUUID()))
   if (rule.status === 'draft' || rule.live_slug !== slug || rule.live_content === null || rule.live_version === null) {
     throw new AppError('NOT_FOUND', `no active or sandbox automation rule has the webhook slug "${slug}"`, { resource: 'automation trigger', id: slug })
   }

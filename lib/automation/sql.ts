@@ -1,4 +1,5 @@
-import type { Bindings, Queryable, Tx } from '../db.js'
+import { prepared, type Bindings, type Queryable, type Tx } from '../db.js'
+import type { FoldedStatement } from '../pipeline.js'
 import type { RuleContent } from './definition.js'
 
 // Every statement of lib/automation. Tables: automation_rules, automation_rule_versions,
@@ -86,14 +87,14 @@ export async function listVersions (db: Queryable, tenantId: string, ruleId: str
 
 export interface LiveRule { id: string, status: 'sandbox' | 'active', live_version: number, live_content: RuleContent, actor_roles: string[], signing_secret: string | null }
 
-/** The tenant's live rules whose object-event trigger lists `eventType` (index automation_rules_tenant_live). */
-export async function liveRulesForEvent (db: Queryable, tenantId: string, eventType: string): Promise<LiveRule[]> {
-  const r = await db.raw(`
+/** Every live rule of the tenant with an object-event trigger (index automation_rules_tenant_live). */
+export async function liveEventRules (db: Queryable, tenantId: string): Promise<LiveRule[]> {
+  const r = await prepared(db, 'automation.live-event-rules', `
     SELECT r.id, r.status, r.live_version, v.definition AS live_content, r.actor_roles, r.signing_secret
     FROM automation_rules r
     JOIN automation_rule_versions v ON v.tenant_id = r.tenant_id AND v.rule_id = r.id AND v.version = r.live_version
     WHERE r.tenant_id = ? AND r.deleted_at IS NULL AND r.status <> 'draft'
-      AND v.definition->'trigger'->>'type' = 'object.event' AND v.definition->'trigger'->'events' @> jsonb_build_array(?::text)`, [tenantId, eventType])
+      AND v.definition->'trigger'->>'type' = 'object.event'`, [tenantId])
   return r.rows
 }
 
@@ -121,6 +122,23 @@ export async function insertRun (tx: Tx, tenantId: string, run: NewRun): Promise
   [tenantId, run.rule_id, run.rule_version, JSON.stringify(run.trigger), run.trigger_key, run.depth, JSON.stringify(run.input ?? null), run.replay_of ?? null,
     tenantId, run.rule_id, run.trigger_key])
   return r.rows[0]
+}
+
+/**
+ * Inserts queued runs of one tenant in the given order, one statement; a run whose trigger key
+ * its rule already has is left out. Returns the ids of the runs it created, in order.
+ */
+export async function insertRuns (tx: Tx, tenantId: string, runs: NewRun[]): Promise<string[]> {
+  if (runs.length === 0) return []
+  const r = await tx.raw(`
+    INSERT INTO automation_runs (tenant_id, rule_id, rule_version, trigger, trigger_key, depth, input)
+    SELECT ?, x.rule_id, x.rule_version, x.trigger, x.trigger_key, x.depth, x.input
+    FROM ROWS FROM (jsonb_to_recordset(?::jsonb) AS (rule_id uuid, rule_version int, trigger jsonb, trigger_key text, depth int, input jsonb))
+      WITH ORDINALITY AS x(rule_id, rule_version, trigger, trigger_key, depth, input, n)
+    ORDER BY x.n
+    ON CONFLICT (tenant_id, rule_id, trigger_key) DO NOTHING
+    RETURNING id`, [tenantId, JSON.stringify(runs.map(r => ({ ...r, input: r.input ?? null })))])
+  return r.rows.map((x: { id: string }) => x.id)
 }
 
 export interface RunRow {
@@ -210,6 +228,32 @@ export async function ruleForRun (db: Queryable, tenantId: string, ruleId: strin
   return r.rows[0] ?? null
 }
 
+export type ClaimedRun = RunRow & { rule_status: RuleStatus | null, rule_deleted: boolean | null, actor_roles: string[] | null, content?: RuleContent | null }
+
+const CLAIM_RUN = (withContent: boolean) => `
+  SELECT run.*, r.status AS rule_status, r.deleted_at IS NOT NULL AS rule_deleted, r.actor_roles${withContent ? ', v.definition AS content' : ''}
+  FROM automation_runs run
+  LEFT JOIN automation_rules r ON r.tenant_id = run.tenant_id AND r.id = run.rule_id${withContent
+    ? `
+  LEFT JOIN automation_rule_versions v ON v.tenant_id = run.tenant_id AND v.rule_id = run.rule_id AND v.version = run.rule_version`
+    : ''}
+  WHERE run.tenant_id = ? AND run.id = ?
+  FOR UPDATE OF run`
+const CLAIM_WITH_CONTENT = CLAIM_RUN(true)
+const CLAIM_WITHOUT_CONTENT = CLAIM_RUN(false)
+
+/**
+ * A run's row, locked until COMMIT, with its rule's current status and roles and (unless the
+ * caller holds it already: a published version never changes) the content of its version: one
+ * round trip. Primary keys of automation_runs, automation_rules and automation_rule_versions.
+ */
+export async function claimRun (tx: Tx, tenantId: string, id: string, withContent: boolean): Promise<ClaimedRun | null> {
+  const r = await (withContent
+    ? prepared(tx, 'automation.claim-run+content', CLAIM_WITH_CONTENT, [tenantId, id])
+    : prepared(tx, 'automation.claim-run', CLAIM_WITHOUT_CONTENT, [tenantId, id]))
+  return r.rows[0] ?? null
+}
+
 /** A live rule by id, for the ingress (which then checks the token and the slug). */
 export async function ruleForIngress (db: Queryable, tenantId: string, ruleId: string): Promise<(RuleRow & { live_content: RuleContent | null }) | null> {
   const r = await db.raw(`
@@ -220,19 +264,51 @@ export async function ruleForIngress (db: Queryable, tenantId: string, ruleId: s
 }
 
 /**
+ * +1 execution for the rule of each row of `from`, on one of 16 slot rows picked at random, so
+ * concurrent runs of one rule rarely wait for each other's COMMIT on one row (migration
+ * 202611240500). Binding: the tenant id.
+ */
+function countExecution (from: string): string {
+  return `INSERT INTO automation_rule_stats (tenant_id, rule_id, slot, executed) SELECT ?, rule_id, floor(random() * 16)::smallint, 1 FROM ${from}
+    ON CONFLICT (tenant_id, rule_id, slot) DO UPDATE SET executed = automation_rule_stats.executed + 1`
+}
+
+function runColumns (patch: Partial<Omit<RunRow, 'tenant_id' | 'id'>>): Record<string, unknown> {
+  const row: Record<string, unknown> = { finished_at: new Date() }
+  for (const [k, v] of Object.entries(patch)) row[k] = JSON_COLUMNS.has(k) && v !== null ? JSON.stringify(v) : v
+  return row
+}
+
+/**
+ * The final outcome as the CTEs of a statement the write pipeline folds its changes into
+ * (lib/pipeline `fold`): the run row (only while unfinished), the execution count, and `change`
+ * (audit and event of the outcome) yielded once per row written, so a second writer of the same
+ * outcome writes, counts and audits nothing.
+ */
+export function finishRunFolded (tx: Tx, tenantId: string, id: string, patch: Partial<Omit<RunRow, 'tenant_id' | 'id'>>, change: unknown): FoldedStatement {
+  const update = tx('automation_runs').where({ tenant_id: tenantId, id }).whereNull('finished_at').update(runColumns(patch)).returning('rule_id').toSQL()
+  return {
+    ctes: [
+      `fin AS (${update.sql})`,
+      `fin_stats AS (${countExecution('fin')})`
+    ],
+    select: 'SELECT 1 AS n, fin.rule_id AS result, ?::jsonb AS change FROM fin',
+    bindings: [...update.bindings, tenantId, JSON.stringify(change)]
+  }
+}
+
+/**
  * Writes a run's final outcome and counts the execution, in one statement. Only a run not yet
  * finished is written and counted, so writing the same outcome twice counts it once.
  */
 export async function finishRunRow (tx: Tx, tenantId: string, id: string, patch: Partial<Omit<RunRow, 'tenant_id' | 'id'>>): Promise<void> {
-  const row: Record<string, unknown> = { finished_at: new Date() }
-  for (const [k, v] of Object.entries(patch)) row[k] = JSON_COLUMNS.has(k) && v !== null ? JSON.stringify(v) : v
-  const update = tx('automation_runs').where({ tenant_id: tenantId, id }).whereNull('finished_at').update(row).returning('rule_id').toSQL()
+  const update = tx('automation_runs').where({ tenant_id: tenantId, id }).whereNull('finished_at').update(runColumns(patch)).returning('rule_id').toSQL()
   await tx.raw(`WITH u AS (${update.sql})
-    INSERT INTO automation_rule_stats (tenant_id, rule_id, executed) SELECT ?, rule_id, 1 FROM u
-    ON CONFLICT (tenant_id, rule_id) DO UPDATE SET executed = automation_rule_stats.executed + 1`, [...update.bindings, tenantId])
+    ${countExecution('u')}`, [...update.bindings, tenantId])
 }
 
 /** Every rule's execution count (a metrics scrape; one row per rule that ever ran). */
 export async function executionCounts (db: Queryable): Promise<Array<{ rule_id: string, executed: number }>> {
-  return db('automation_rule_stats').select('rule_id', 'executed')
+  const r = await db.raw('SELECT rule_id, sum(executed)::float8 AS executed FROM automation_rule_stats GROUP BY rule_id')
+  return r.rows
 }

@@ -61,7 +61,7 @@ export async function deliverAttempt (ctx: ServiceContext, runId: string, attemp
     const locked = await sql.lockRun(tx, ctx.tenantId, runId)
     if (locked === null || locked.status !== 'running' || locked.attempts >= attempt) return
     const patch = { attempts: attempt, attempt_log: [...locked.attempt_log, entry], response }
-    const rctx = ruleContext({ ...ctx, db: tx, causation: { depth: locked.depth + 1, ruleId: locked.rule_id, runId } }, locked.rule_id, rule?.actor_roles ?? [])
+    const rctx = await ruleContext({ ...ctx, db: tx, causation: { depth: locked.depth + 1, ruleId: locked.rule_id, runId } }, ctx.db, locked.rule_id, rule?.actor_roles ?? [])
     if (verdict === 'ok') return finishRun(rctx, locked, { ...patch, status: 'succeeded' })
     if (verdict === 'retry' && attempt < max) {
       await ctx.jobs!.send(WEBHOOK_DELIVER.name, { tenantId: ctx.tenantId, runId, attempt: attempt + 1 }, { db: tx, startAfterSeconds: backoffSeconds(attempt), singletonKey: `${runId}:${attempt + 1}` })

@@ -1,12 +1,13 @@
 import { writeHooks } from '../pipeline.js'
 import { queryHooks } from '../queries/index.js'
-import { assertWritable, checkQuota, countQueryRun, effectiveLicense, limitOf, monthlyDelta } from './service.js'
+import { automationHooks } from '../automation/index.js'
+import { assertFeature, assertWritable, checkQuota, countQueryRun, effectiveLicense, limitOf, monthlyDelta } from './service.js'
 import { LIMITS } from './limits.js'
 
 // The license's part of every write (lib/pipeline): refused while expired (before the
 // transaction), the monthly usage delta recorded with the write's own rows, and the quota checked
 // last inside the transaction, after the write's counter deltas are in. Query runs are counted
-// through lib/queries' hook. Wired once by lib/modules.ts.
+// through lib/queries' hook; the automation switch through lib/automation's. Wired once by lib/modules.ts.
 
 writeHooks.before.push(async (ctx, spec) => {
   if (spec.resource !== 'license') await assertWritable(ctx)
@@ -29,3 +30,7 @@ writeHooks.inTransaction.push(async (ctx, tx, spec, changes) => {
 })
 
 queryHooks.beforeRun.push(ctx => countQueryRun(ctx))
+
+// The webhook ingress authenticates by the rule's token, not through a RouteSpec with `feature`,
+// and runs execute on the worker: both ask here whether the tenant's license has automation on.
+automationHooks.tenantGate.push(ctx => assertFeature(ctx, 'automation'))

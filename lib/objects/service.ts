@@ -201,7 +201,7 @@ function mergeAttributes (current: Record<string, unknown>, patch: Record<string
   return mergePatch(current, patch) as Record<string, unknown>
 }
 
-export async function patchObject (ctx: ServiceContext, id: string, body: unknown, ifMatch: number): Promise<ObjectDto> {
+export async function patchObject (ctx: ServiceContext, id: string, body: unknown, ifMatch: number | null): Promise<ObjectDto> {
   const input = parse<PatchInput>(schema.PatchObjectBody, body)
   return runWrite(ctx, { resource: 'objects', action: 'write' }, async w => {
     const current = await lockForChange(ctx, w.tx, id, ifMatch)

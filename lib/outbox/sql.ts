@@ -55,8 +55,10 @@ export async function tenantsWithPending (db: Queryable, limit = 1000): Promise<
   return r.rows.map((x: { tenant_id: string }) => x.tenant_id)
 }
 
-export async function markDelivered (tx: Tx, row: OutboxRow): Promise<void> {
-  await tx('outbox_events').where({ tenant_id: row.tenant_id, id: row.id }).update({ delivered_at: tx.fn.now(), attempts: row.attempts + 1, last_error: null })
+/** Marks a claim of one tenant delivered in one statement. */
+export async function markDelivered (tx: Tx, tenantId: string, rows: OutboxRow[]): Promise<void> {
+  await tx.raw(`UPDATE outbox_events SET delivered_at = now(), attempts = attempts + 1, last_error = NULL
+    WHERE tenant_id = ? AND id = ANY(?::uuid[])`, [tenantId, rows.map(r => r.id)])
 }
 
 export async function markFailed (tx: Tx, row: OutboxRow, error: string): Promise<void> {

@@ -154,11 +154,11 @@ export const registerAutomationRoutes: RouteRegistrar = (router, guards, deps) =
   defineRoute(router, guards, {
     method: 'post', path: '/v1/automation/triggers/:slug', operationId: 'triggerAutomationWebhook', tag: 'automation', auth: 'webhook',
     summary: "Incoming webhook: queues a run of the rule with this slug (Authorization: Bearer <the rule's webhookToken>)",
-    description: 'Does nothing but record and enqueue: the run executes on the worker. An Idempotency-Key header makes a retried call answer the first call\'s run.',
+    description: 'Does nothing but record and enqueue: the run executes on the worker. 403 FEATURE_DISABLED when the tenant\'s license switches automation off (checked after the token). An Idempotency-Key header makes a retried call answer the first call\'s run.',
     pathParams: { slug: { description: 'The webhook trigger slug', schema: { type: 'string', pattern: S.SLUG_PATTERN } } },
     headers: { 'Idempotency-Key': { description: 'Optional: at most 128 of A-Za-z0-9._:-', required: false, schema: { type: 'string' } } },
     body: S.IngressBody,
-    responses: { 202: { description: 'accepted', schema: S.IngressAccepted } }, errors: [400, 401, 404],
+    responses: { 202: { description: 'accepted', schema: S.IngressAccepted } }, errors: [400, 401, 403, 404],
     example: {
       summary: 'A crew reports an inspection of a pole that was removed meanwhile: the run fails (and can be replayed)',
       params: { slug: 'inspections' }, bearer: '{webhookToken}', headers: { 'Idempotency-Key': 'crew-7-2026-11-20' },
@@ -170,7 +170,7 @@ export const registerAutomationRoutes: RouteRegistrar = (router, guards, deps) =
     const m = /^Bearer\s+(\S+)\s*$/i.exec(ctx.get('Authorization'))
     const key = ctx.get('Idempotency-Key')
     ctx.status = 202
-    ctx.body = await automation.acceptWebhook({ db: deps.db, jobs: deps.jobs }, ctx.params.slug, m ? m[1] : null, payload, SAFE_KEY.test(key) ? key : null)
+    ctx.body = await automation.acceptWebhook(deps, ctx.params.slug, m ? m[1] : null, payload, SAFE_KEY.test(key) ? key : null)
   })
 
   defineRoute(router, guards, {

@@ -1,6 +1,7 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { startServer, newTenant, type TestServer, type Client } from '../support/harness.js'
+import { inDays, newIssuer, type Issuer } from '../support/license.js'
 
 // The automation API without workers: rules, versions, validation, ingress answers, isolation.
 // Runs are queued (pg-boss sender on the test database) but not executed here; see
@@ -173,5 +174,38 @@ describe('/v1/automation', () => {
     assert.equal((await owner.get(`/v1/automation/rules/${r.id}/runs?to=${encodeURIComponent(before)}`)).body.pagination.total, 0)
     assert.equal((await owner.get(`/v1/automation/rules/${r.id}/runs?status=bogus`)).status, 400)
     assert.equal((await owner.get(`/v1/automation/rules/${r.id}/runs/00000000-0000-4000-8000-000000000000`)).status, 404)
+  })
+})
+
+describe('POST /v1/automation/triggers/{slug} under a license', () => {
+  let s: TestServer
+  let issuer: Issuer
+  before(async () => {
+    issuer = newIssuer()
+    s = await startServer({ LICENSE_PUBLIC_KEY: issuer.publicKey, LICENSE_STORAGE_SECRET: 'automation-ingress-license-storage-secret-0123' }, { jobs: true })
+  })
+  after(async () => { await s.close() })
+
+  it('answers 403 FEATURE_DISABLED once the license switches automation off (after the token check), and queues nothing', async () => {
+    const tenant = newTenant('autolic')
+    const owner = s.as(tenant, ['owner'])
+    const install = (features: Record<string, boolean>) => owner.post('/v1/license', { licenseKey: issuer.sign({ tenant, exp: inDays(365), features }) })
+    assert.equal((await install({})).status, 200)
+    const rule = await owner.post('/v1/automation/rules', { name: 'r', trigger: { type: 'webhook', slug: 'lic' }, effect: { type: 'webhook', url: 'https://example.com/hook' } })
+    assert.equal(rule.status, 201, rule.text)
+    assert.equal((await owner.post(`/v1/automation/rules/${rule.body.id}/publish`)).status, 200)
+    assert.equal((await s.request('POST', '/v1/automation/triggers/lic', { token: rule.body.webhookToken, body: {} })).status, 202)
+
+    assert.equal((await install({ automation: false })).status, 200)
+    const off = await s.request<any>('POST', '/v1/automation/triggers/lic', { token: rule.body.webhookToken, body: {} })
+    assert.equal(off.status, 403, off.text)
+    assert.equal(off.body.error.code, 'FEATURE_DISABLED')
+    assert.equal(off.body.error.details.feature, 'automation')
+    assert.equal((await s.request('POST', '/v1/automation/triggers/lic', { token: `${rule.body.webhookToken}x`, body: {} })).status, 401, 'a bad token is still 401')
+    const runs = await s.db.raw('SELECT count(*)::int AS n FROM automation_runs WHERE tenant_id = ?', [tenant])
+    assert.equal(runs.rows[0].n, 1, 'only the call made while automation was on queued a run')
+
+    assert.equal((await install({ automation: true })).status, 200)
+    assert.equal((await s.request('POST', '/v1/automation/triggers/lic', { token: rule.body.webhookToken, body: {} })).status, 202)
   })
 })

@@ -24,7 +24,7 @@ describe('automation engine with worker processes', { timeout: 900_000 }, () => 
   let workers: WorkerProcess[] = []
   const receivers: Receiver[] = []
   let database: Awaited<ReturnType<typeof scratchDatabase>>
-  const startWorker = () => startWorkerOn({ DATABASE_URL: database.url })
+  const startWorker = () => startWorkerOn({ DATABASE_URL: database.url, WORKER_METRICS_PORT: '0' })
 
   before(async () => {
     database = await scratchDatabase()
@@ -98,6 +98,17 @@ describe('automation engine with worker processes', { timeout: 900_000 }, () => 
     assert.match(metrics, new RegExp(`automation_rules_executed_total\\{ruleId="${rule.id}"\\} 1\\b`))
     assert.match(metrics, /job_queue_depth\{queue="automation.run",state="created"\} \d+/)
     assert.match(metrics, /job_latency_seconds_count\{queue="automation.run"\} [1-9]/)
+    // The transition happened in a worker: counted on the workers' own /metrics (WORKER_METRICS_PORT).
+    const workflowId = (await c.get(`/v1/object-types/${typeId}`)).body.workflowId
+    let transitions = 0
+    for (const w of workers) {
+      const line = w.output().split('\n').find(l => l.includes('worker metrics listening'))
+      assert.ok(line, 'every worker serves /metrics')
+      const text = await (await fetch(`http://127.0.0.1:${JSON.parse(line).port}/metrics`)).text()
+      const m = new RegExp(`workflow_transitions_total\\{workflowId="${workflowId}",state="review"\\} (\\d+)`).exec(text)
+      transitions += m === null ? 0 : Number(m[1])
+    }
+    assert.equal(transitions, 1)
     await flushAuditOf(c)
     const audit = (await c.get(`/v1/audit/events?type=automation.executed&resourceId=${rule.id}`)).body.items
     assert.equal(audit.length, 1)
@@ -281,6 +292,27 @@ describe('automation engine with worker processes', { timeout: 900_000 }, () => 
     assert.equal(new Set(ticks).size, ticks.length, 'one run per tick')
     const sent = r.received.map(x => JSON.parse(x.body.toString()).at)
     assert.equal(new Set(sent).size, sent.length, 'every scheduled time was sent once')
+  })
+
+  it('the rule acts with the tenant policy: narrowing its publisher role makes the effect fail FORBIDDEN, readably', async () => {
+    const tenant = newTenant('auto')
+    const owner = s.as(tenant, ['owner'])
+    const admin = s.as(tenant, ['admin'], 'publisher')
+    const typeId = await publishedType(owner)
+    const o = (await owner.post('/v1/objects', { typeId, attributes: { height: 0 } })).body
+    const created = await admin.post('/v1/automation/rules', { name: 'policy', trigger: { type: 'webhook', slug: 'policy' }, effect: { type: 'object.update', objectId: '{{payload.id}}', attributes: { height: '{{payload.h}}' } } })
+    assert.equal(created.status, 201, created.text)
+    assert.equal((await admin.post(`/v1/automation/rules/${created.body.id}/publish`, { to: 'active' })).status, 200)
+    const first = await finishedRun(owner, created.body.id, await trigger('policy', created.body.webhookToken, { id: o.id, h: 1 }))
+    assert.equal(first.status, 'succeeded', JSON.stringify(first))
+    // The workers have the tenant's policy cached now; the PUT's NOTIFY must reach them.
+    const put = await owner.put('/v1/permissions/policy', { roles: { admin: { objects: ['read'], automationRules: ['read', 'write', 'publish', 'execute'] } } })
+    assert.equal(put.status, 200, put.text)
+    const second = await finishedRun(owner, created.body.id, await trigger('policy', created.body.webhookToken, { id: o.id, h: 2 }))
+    assert.equal(second.status, 'failed', JSON.stringify(second))
+    assert.equal(second.error.code, 'FORBIDDEN')
+    assert.match(second.error.message, /objects:write/)
+    assert.equal((await owner.get(`/v1/objects/${o.id}`)).body.attributes.height, 1, 'the refused effect changed nothing')
   })
 
   it('a worker killed with SIGKILL mid-run: the job is retried and the transition is applied once', async () => {
