@@ -148,6 +148,9 @@ export async function benchCore (env: CoreBenchEnv, say: (line: string) => void)
     const rawTenant = `${city.tenantId}-raw`
     const typeId = city.typeIds[0]
     const actor = JSON.stringify({ sub: 'bench', roles: ['owner'] })
+    // The raw tenant's own row of the type (same id): objects reference their type by (tenant_id, id).
+    await pool.query(`INSERT INTO object_types (id, tenant_id, key, latest_version, published_version)
+      SELECT id, $1, key, latest_version, published_version FROM object_types WHERE tenant_id = $2 AND id = $3`, [rawTenant, city.tenantId, typeId])
     const created: string[] = []
     for (const [c, n] of [[1, 300], [16, 1500]] as const) {
       await measure(`create, c${c}`, 0.5, n, c,

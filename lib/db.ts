@@ -83,6 +83,14 @@ export async function withTransaction<T> (db: Queryable, fn: (tx: Tx) => Promise
 }
 
 /**
+ * The constraint an error names, as the schema names it: on a Citus cluster the error comes from a
+ * shard, whose constraints carry the shard id as a suffix (objects_tenant_public_id_102008).
+ */
+export function constraintOf (err: { constraint?: string }): string | undefined {
+  return err.constraint?.replace(/_\d+$/, '')
+}
+
+/**
  * The one place Postgres error codes become domain errors. Anything not listed stays as is and
  * becomes a 500 without leaking SQL.
  */
@@ -90,8 +98,8 @@ export function translatePgError (err: unknown): unknown {
   if (err instanceof AppError || typeof err !== 'object' || err === null) return err
   const e = err as { code?: string, constraint?: string, detail?: string }
   switch (e.code) {
-    case '23505': return new AppError('CONFLICT', 'a resource with the same unique key already exists', { constraint: e.constraint })
-    case '23503': return new AppError('VALIDATION_ERROR', 'a referenced resource does not exist', { field: e.constraint ?? 'reference', reason: 'does not exist' })
+    case '23505': return new AppError('CONFLICT', 'a resource with the same unique key already exists', { constraint: constraintOf(e) })
+    case '23503': return new AppError('VALIDATION_ERROR', 'a referenced resource does not exist', { field: constraintOf(e) ?? 'reference', reason: 'does not exist' })
     case '22P02': return new AppError('VALIDATION_ERROR', 'a value has the wrong form', { field: 'value', reason: 'invalid input syntax' })
     // Values that pass JSON Schema but that Postgres cannot hold: a timestamp outside its range
     // (year 0000), a NUL character in text or jsonb.

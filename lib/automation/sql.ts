@@ -212,7 +212,9 @@ export async function pruneRuns (db: Queryable, tenantId: string, statuses: RunS
 }
 
 export async function tenantsWithRuns (db: Queryable): Promise<string[]> {
-  const r = await db.raw('SELECT t.id AS tenant_id FROM tenants t WHERE EXISTS (SELECT 1 FROM automation_runs r WHERE r.tenant_id = t.id)')
+  // IN, not a correlated EXISTS: the same semi-join for PostgreSQL, and Citus cannot correlate a
+  // subquery with the reference table tenants (it runs the IN list as a subplan instead).
+  const r = await db.raw('SELECT t.id AS tenant_id FROM tenants t WHERE t.id IN (SELECT r.tenant_id FROM automation_runs r)')
   return r.rows.map((x: { tenant_id: string }) => x.tenant_id)
 }
 

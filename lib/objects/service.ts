@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import type { ServiceContext } from '../context.js'
 import type { Tx } from '../db.js'
-import { isUuid } from '../db.js'
+import { constraintOf, isUuid } from '../db.js'
 import { AppError, notFound, validationError } from '../errors.js'
 import { parse } from '../validation.js'
 import { assertStorable } from '../storable.js'
@@ -137,7 +137,7 @@ async function createMany (ctx: ServiceContext, inputs: CreateInput[], fresh: bo
       items.push(await withItemPath(at, () => prepareCreate(ctx, w, input, fresh, initialStates)))
     }
     const rows = await w.fold<ObjectDto>(sql.insertObjectsStatement(ctx.tenantId, actorOf(ctx), items)).catch((err: { code?: string, constraint?: string, detail?: string }) => {
-      if (err.code === '23505' && err.constraint === 'objects_tenant_public_id') throw publicIdTaken(items, listField, err.detail ?? '')
+      if (err.code === '23505' && constraintOf(err) === 'objects_tenant_public_id') throw publicIdTaken(items, listField, err.detail ?? '')
       throw err
     })
     if (rows.length !== items.length) throw STALE_TYPE
