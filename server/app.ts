@@ -86,7 +86,7 @@ export function createApp (deps: AppDeps): Koa {
     }
   }
   for (const register of ROUTE_MODULES) register(router, guards, deps)
-  registerMapPage(router)
+  registerMapPage(router, guards)
   watchQueues(deps.db)
 
   app.use(observe(deps.log))

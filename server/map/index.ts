@@ -2,6 +2,7 @@ import fs from 'node:fs'
 import path from 'node:path'
 import { createRequire } from 'node:module'
 import type Router from '@koa/router'
+import { defineRoute, type RouteGuards } from '../openapi/registry.js'
 import { PAGE_HTML, PAGE_JS } from './page.js'
 
 // GET /map: a page that shows one layer's vector tiles (MapLibre GL JS, served from our own
@@ -12,18 +13,27 @@ import { PAGE_HTML, PAGE_JS } from './page.js'
 const require = createRequire(import.meta.url)
 const maplibreDir = path.dirname(require.resolve('maplibre-gl/dist/maplibre-gl.js'))
 
-const ASSETS: Record<string, { file: string, type: string } | { text: string, type: string }> = {
-  '/map': { text: PAGE_HTML, type: 'text/html; charset=utf-8' },
-  '/map/page.js': { text: PAGE_JS, type: 'text/javascript; charset=utf-8' },
-  '/map/maplibre-gl.js': { file: path.join(maplibreDir, 'maplibre-gl.js'), type: 'text/javascript; charset=utf-8' },
-  '/map/maplibre-gl.css': { file: path.join(maplibreDir, 'maplibre-gl.css'), type: 'text/css; charset=utf-8' }
+interface Asset { operationId: string, summary: string, type: string, file?: string, text?: string }
+
+const ASSETS: Record<string, Asset> = {
+  '/map': { operationId: 'mapPage', summary: 'The map page (HTML): a layer\'s vector tiles over a plain background', text: PAGE_HTML, type: 'text/html; charset=utf-8' },
+  '/map/page.js': { operationId: 'mapPageScript', summary: 'The map page\'s script', text: PAGE_JS, type: 'text/javascript; charset=utf-8' },
+  '/map/maplibre-gl.js': { operationId: 'mapLibreScript', summary: 'MapLibre GL JS, served from the service\'s own node_modules', file: path.join(maplibreDir, 'maplibre-gl.js'), type: 'text/javascript; charset=utf-8' },
+  '/map/maplibre-gl.css': { operationId: 'mapLibreStyles', summary: 'MapLibre GL JS\'s styles, served from the service\'s own node_modules', file: path.join(maplibreDir, 'maplibre-gl.css'), type: 'text/css; charset=utf-8' }
 }
 
-export function registerMapPage (router: Router): void {
+export function registerMapPage (router: Router, guards: RouteGuards): void {
   for (const [route, asset] of Object.entries(ASSETS)) {
     let body: Buffer | null = null
-    router.get(route, ctx => {
-      body ??= 'text' in asset ? Buffer.from(asset.text) : fs.readFileSync(asset.file)
+    const contentType = asset.type.split(';')[0]
+    defineRoute(router, guards, {
+      method: 'get', path: route, operationId: asset.operationId, tag: 'platform', auth: 'none',
+      summary: asset.summary,
+      description: 'Public and static: the page asks for an access token (#token=... in the address, or typed in) and calls the API like any client. No CDN, no external tiles or fonts.',
+      responses: { 200: { description: asset.summary, contentType, schema: { type: 'string' } } },
+      example: { summary: asset.summary, status: 200 }
+    }, ctx => {
+      body ??= asset.text !== undefined ? Buffer.from(asset.text) : fs.readFileSync(asset.file as string)
       ctx.type = asset.type
       ctx.set('Cache-Control', 'no-cache')
       ctx.body = body

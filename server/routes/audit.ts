@@ -37,7 +37,8 @@ export const registerAuditRoutes: RouteRegistrar = (router, guards) => {
     description: 'The chain\'s pending events are sequenced first, so every answered write is in the tree. Keep heads you ' +
       'receive: a consistency proof later shows that the tree only grew since.',
     query: S.TreeHeadQuery,
-    responses: { 200: { description: 'the signed tree head', schema: S.SignedTreeHead } }, errors: [400, 403]
+    responses: { 200: { description: 'the signed tree head', schema: S.SignedTreeHead } }, errors: [400, 403],
+    example: { summary: 'The signed head of the tree over the tenant\'s events', status: 200, after: ['createObject'] }
   }, async ctx => {
     ctx.body = await audit.treeHead(service(ctx), parseQuery<{ tenant?: string }>(S.TreeHeadQuery, ctx.query))
   })
@@ -49,7 +50,8 @@ export const registerAuditRoutes: RouteRegistrar = (router, guards) => {
       'head. Unlike /proof it does not recompute the chain: the verifier recomputes the event\'s hash and leaf and checks the path ' +
       'against a root it trusts. An event of another tenant gives 404.',
     pathParams: idParam, query: S.InclusionProofQuery,
-    responses: { 200: { description: 'the inclusion proof', schema: S.InclusionProof } }, errors: [400, 403, 404]
+    responses: { 200: { description: 'the inclusion proof', schema: S.InclusionProof } }, errors: [400, 403, 404],
+    example: { summary: 'The audit path of that event in the current tree', params: { id: '{auditEventId}' }, status: 200 }
   }, async ctx => {
     ctx.body = await audit.inclusionProof(service(ctx), ctx.params.id, parseQuery<{ tenant?: string, treeSize?: number }>(S.InclusionProofQuery, ctx.query))
   })
@@ -60,7 +62,8 @@ export const registerAuditRoutes: RouteRegistrar = (router, guards) => {
     description: 'Both roots and the proof, with the signed head of the tree of size `second` (default: the current tree). ' +
       'Check `firstRootHash` against a tree head you kept.',
     query: S.ConsistencyProofQuery,
-    responses: { 200: { description: 'the consistency proof', schema: S.ConsistencyProof } }, errors: [400, 403]
+    responses: { 200: { description: 'the consistency proof', schema: S.ConsistencyProof } }, errors: [400, 403],
+    example: { summary: 'The tree after the first event is a prefix of the current tree', query: { first: 1 }, status: 200, after: ['listAuditEvents'] }
   }, async ctx => {
     ctx.body = await audit.consistencyProof(service(ctx), parseQuery<{ tenant?: string, first: number, second?: number }>(S.ConsistencyProofQuery, ctx.query))
   })
