@@ -1,7 +1,10 @@
-import { writeHooks } from '../pipeline.js'
+import type { ServiceContext } from '../context.js'
+import type { Tx } from '../db.js'
+import { writeHooks, type Change, type InTransactionHook, type WriteSpec } from '../pipeline.js'
 import { queryHooks } from '../queries/index.js'
 import { assertWritable, checkQuota, countQueryRun, effectiveLicense, limitOf, monthlyDelta } from './service.js'
 import { LIMITS } from './limits.js'
+import { quotaStatementCheck } from './quota.js'
 
 // The license's part of every write (lib/pipeline): refused while expired (before the
 // transaction), the monthly usage delta recorded with the write's own rows, and the quota checked
@@ -17,7 +20,7 @@ writeHooks.record.push((_ctx, spec) => {
   return delta === null ? [] : [{ counts: [delta] }]
 })
 
-writeHooks.inTransaction.push(async (ctx, tx, spec, changes) => {
+const quotaHook: InTransactionHook = Object.assign(async (ctx: ServiceContext, tx: Tx, spec: WriteSpec, changes: Change[]) => {
   const code = spec.limit
   if (code === undefined || LIMITS[code] === undefined || ctx.config.license.publicKey === null) return
   const limit = limitOf(await effectiveLicense(ctx), code)
@@ -26,6 +29,17 @@ writeHooks.inTransaction.push(async (ctx, tx, spec, changes) => {
   const own = changes.flatMap(c => c.counts ?? []).filter(d => d.counter === counter)
   const delta = own.reduce((n, d) => n + d.delta, 0)
   await checkQuota(ctx, tx, code, limit, delta, monthly ? (own[0]?.bucket ?? null) : null)
+}, {
+  // A one-statement write carries the shared path in its statement (quotaStatementCheck); a
+  // monthly limit's own delta comes from the record hook, so such writes stay transactions.
+  inStatement: async (ctx: ServiceContext, spec: WriteSpec) => {
+    const code = spec.limit
+    if (code === undefined || LIMITS[code] === undefined || ctx.config.license.publicKey === null) return 'none' as const
+    const limit = limitOf(await effectiveLicense(ctx), code)
+    if (limit === null) return 'none' as const
+    return LIMITS[code].monthly ? null : quotaStatementCheck(ctx.tenantId, LIMITS[code].counter, limit)
+  }
 })
+writeHooks.inTransaction.push(quotaHook)
 
 queryHooks.beforeRun.push(ctx => countQueryRun(ctx))

@@ -5,6 +5,7 @@ import { licenseLimitExceededTotal } from '../metrics.js'
 import * as audit from '../audit/index.js'
 import { LIMITS } from './limits.js'
 import * as sql from './sql.js'
+import type { StatementCheck } from '../pipeline.js'
 
 /**
  * Refuses the write in `tx` when it takes `limitCode` past the license's limit (README
@@ -40,4 +41,17 @@ function refuse (ctx: ServiceContext, limitCode: string, limit: number, current:
     data: { limitCode, limit, current }
   }).catch(err => ctx.log.error({ err }, 'could not audit a refused write'))
   throw new AppError('LICENSE_LIMIT_EXCEEDED', `the license allows ${limit} for ${limitCode}; the tenant is at ${current}`, { limitCode, limit, current })
+}
+
+/**
+ * The shared path inside a one-statement write (lib/pipeline StatementCheck): the function of
+ * migration 202611240600 with the write's own units of `counter`. Far from the limit it passes;
+ * near it, it raises and the write runs as a transaction through `checkQuota` (the exact path).
+ */
+export function quotaStatementCheck (tenantId: string, counter: string, limit: number): StatementCheck {
+  return {
+    name: 'license.quota',
+    sql: 'license_quota_shared(?, ?, ?::bigint, (SELECT coalesce(sum(delta), 0) FROM deltas WHERE counter = ?)::bigint)',
+    bindings: [tenantId, counter, limit, counter]
+  }
 }
