@@ -50,7 +50,8 @@ function run (script: string, extra: Record<string, string> = {}): ChildProcess 
 }
 
 async function waitReady (base: string): Promise<void> {
-  for (let i = 0; i < 100; i++) {
+  // A minute: tsx compiles the server on start, which takes a while on a loaded machine.
+  for (let i = 0; i < 600; i++) {
     try { if ((await fetch(`${base}/v1/health/ready`)).status === 200) return } catch { /* starting */ }
     await new Promise(r => setTimeout(r, 100))
   }
