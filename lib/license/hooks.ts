@@ -20,24 +20,28 @@ writeHooks.record.push((_ctx, spec) => {
   return delta === null ? [] : [{ counts: [delta] }]
 })
 
-const quotaHook: InTransactionHook = Object.assign(async (ctx: ServiceContext, tx: Tx, spec: WriteSpec, changes: Change[]) => {
+/** The limit this write counts against under the tenant's license, or null for none. */
+async function enforcedLimit (ctx: ServiceContext, spec: WriteSpec): Promise<{ code: string, limit: number } | null> {
   const code = spec.limit
-  if (code === undefined || LIMITS[code] === undefined || ctx.config.license.publicKey === null) return
+  if (code === undefined || LIMITS[code] === undefined || ctx.config.license.publicKey === null) return null
   const limit = limitOf(await effectiveLicense(ctx), code)
-  if (limit === null) return
-  const { counter, monthly } = LIMITS[code]
+  return limit === null ? null : { code, limit }
+}
+
+const quotaHook: InTransactionHook = Object.assign(async (ctx: ServiceContext, tx: Tx, spec: WriteSpec, changes: Change[]) => {
+  const enforced = await enforcedLimit(ctx, spec)
+  if (enforced === null) return
+  const { counter, monthly } = LIMITS[enforced.code]
   const own = changes.flatMap(c => c.counts ?? []).filter(d => d.counter === counter)
   const delta = own.reduce((n, d) => n + d.delta, 0)
-  await checkQuota(ctx, tx, code, limit, delta, monthly ? (own[0]?.bucket ?? null) : null)
+  await checkQuota(ctx, tx, enforced.code, enforced.limit, delta, monthly ? (own[0]?.bucket ?? null) : null)
 }, {
   // A one-statement write carries the shared path in its statement (quotaStatementCheck); a
   // monthly limit's own delta comes from the record hook, so such writes stay transactions.
   inStatement: async (ctx: ServiceContext, spec: WriteSpec) => {
-    const code = spec.limit
-    if (code === undefined || LIMITS[code] === undefined || ctx.config.license.publicKey === null) return 'none' as const
-    const limit = limitOf(await effectiveLicense(ctx), code)
-    if (limit === null) return 'none' as const
-    return LIMITS[code].monthly ? null : quotaStatementCheck(ctx.tenantId, LIMITS[code].counter, limit)
+    const enforced = await enforcedLimit(ctx, spec)
+    if (enforced === null) return 'none' as const
+    return LIMITS[enforced.code].monthly ? null : quotaStatementCheck(ctx.tenantId, enforced.code, enforced.limit)
   }
 })
 writeHooks.inTransaction.push(quotaHook)
