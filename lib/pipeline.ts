@@ -1,11 +1,11 @@
 import type { ServiceContext } from './context.js'
-import type { Tx } from './db.js'
-import { prepared, runStatements, withTransaction, type Bindings, type Statement } from './db.js'
+import type { Queryable, Tx } from './db.js'
+import { prepared, runStatements, translatePgError, withTransaction, type Bindings, type Statement } from './db.js'
 import * as access from './access/index.js'
 import * as audit from './audit/index.js'
 import * as outbox from './outbox/index.js'
 import * as counters from './counters/index.js'
-import { ensureTenant, rememberTenant } from './tenants/index.js'
+import { ensureTenant, isKnownTenant, rememberTenant } from './tenants/index.js'
 
 /**
  * The one write pipeline. Every change to tenant data goes through `runWrite`:
@@ -14,6 +14,10 @@ import { ensureTenant, rememberTenant } from './tenants/index.js'
  *   -> audit events, outbox events and counter deltas (one round trip, or folded into the
  *   operation's statement by `fold`) -> in-transaction hooks
  *   -> [sync audit sequencing] -> COMMIT -> after-commit hooks -> audit sequencing kick
+ *
+ * `runStatementWrite` is the same pipeline for a write that is one folded statement: when nothing
+ * else must run in its transaction, the statement runs alone (autocommit: atomic on its own), one
+ * round trip instead of BEGIN, statement, COMMIT; otherwise it falls back to `runWrite`.
  *
  * Invariant: a write that throws anywhere before COMMIT leaves nothing behind: no row, no
  * history version, no audit event, no outbox event. Later capabilities hook in through
@@ -36,11 +40,31 @@ export interface Change {
   counts?: counters.CounterDelta[]
 }
 
+/**
+ * A check that a one-statement write carries inside its statement instead of running it apart in
+ * the write's transaction: a boolean SQL expression, evaluated once after the operation's change
+ * rows exist and before the write's counter deltas are inserted. It may read `deltas(counter,
+ * bucket, delta)`, the write's own counter deltas. To refuse, or to ask for the write to run as
+ * a transaction instead, it raises (SQLSTATE RUN_IN_TRANSACTION for the latter).
+ */
+export interface StatementCheck { sql: string, bindings: Bindings, name: string }
+
+/** SQLSTATE a StatementCheck raises to have the write run again by `runWrite` (nothing was written). */
+export const RUN_IN_TRANSACTION = 'PW001'
+
+export type InTransactionHook = ((ctx: ServiceContext, tx: Tx, spec: WriteSpec, changes: Change[]) => Promise<void>) & {
+  /**
+   * For a one-statement write: 'none' when the hook has nothing to do for it, or a check to carry
+   * in the statement. A hook without this (or answering null) makes every write a transaction.
+   */
+  inStatement?: (ctx: ServiceContext, spec: WriteSpec) => Promise<StatementCheck | 'none' | null>
+}
+
 export interface WriteHooks {
   before: Array<(ctx: ServiceContext, spec: WriteSpec) => Promise<void>>
   /** Changes of a hook's own (e.g. the license's monthly usage delta), written with the operation's. */
   record: Array<(ctx: ServiceContext, spec: WriteSpec) => Change[]>
-  inTransaction: Array<(ctx: ServiceContext, tx: Tx, spec: WriteSpec, changes: Change[]) => Promise<void>>
+  inTransaction: InTransactionHook[]
   afterCommit: Array<(ctx: ServiceContext, spec: WriteSpec, changes: Change[]) => void>
 }
 
@@ -59,6 +83,8 @@ export interface FoldedStatement {
   bindings: Bindings
   /** Set when the text is fixed: the composition is then a prepared statement. */
   name?: string
+  /** Turns a database error of this statement into the operation's own (before generic translation). */
+  onError?: (err: { code?: string, constraint?: string, detail?: string }) => unknown
 }
 
 export interface WriteScope {
@@ -70,8 +96,54 @@ export interface WriteScope {
 }
 
 export async function runWrite<T> (ctx: ServiceContext, spec: WriteSpec, operation: (w: WriteScope) => Promise<T>): Promise<T> {
+  await guard(ctx, spec)
+  return transact(ctx, spec, operation)
+}
+
+/**
+ * A write that is one folded statement. `prepare` builds it, reading through the pool only
+ * (nothing written, no lock needed), or answers null when the write needs its transaction.
+ * The statement runs alone in autocommit when the tenant row is known to exist, no record hook
+ * adds changes, audit sequencing is async and every in-transaction hook has nothing to do or
+ * folds its check into the statement (`inStatement`). Otherwise, or when a folded check raises
+ * RUN_IN_TRANSACTION, the write runs as `runWrite(ctx, spec, operation)`; `operation` must write
+ * what the statement writes. Either way the same rows, audit, outbox and counter guarantees hold.
+ */
+export async function runStatementWrite<R> (ctx: ServiceContext, spec: WriteSpec, prepare: () => Promise<FoldedStatement | null>, operation: (w: WriteScope) => Promise<R[]>): Promise<R[]> {
+  await guard(ctx, spec)
+  const checks = await statementChecks(ctx, spec)
+  const s = checks === null ? null : await prepare()
+  if (s === null || checks === null) return transact(ctx, spec, operation)
+  let rows: Array<{ result: unknown, change: Change }>
+  try {
+    rows = await runFolded(ctx, ctx.db, s, checks)
+  } catch (err) {
+    if ((err as { code?: string }).code === RUN_IN_TRANSACTION) return transact(ctx, spec, operation)
+    throw translatePgError(err)
+  }
+  finish(ctx, spec, rows.map(r => r.change))
+  return rows.map(r => r.result as R)
+}
+
+/** The checks a lone statement must carry, or null when the write needs its transaction. */
+async function statementChecks (ctx: ServiceContext, spec: WriteSpec): Promise<StatementCheck[] | null> {
+  if (ctx.config.auditSequencing === 'sync' || !isKnownTenant(ctx.tenantId)) return null
+  if (writeHooks.record.some(hook => hook(ctx, spec).length > 0)) return null
+  const checks: StatementCheck[] = []
+  for (const hook of writeHooks.inTransaction) {
+    const c = hook.inStatement === undefined ? null : await hook.inStatement(ctx, spec)
+    if (c === null) return null
+    if (c !== 'none') checks.push(c)
+  }
+  return checks
+}
+
+async function guard (ctx: ServiceContext, spec: WriteSpec): Promise<void> {
   await access.authorize(ctx, spec.resource, spec.action)
   for (const hook of writeHooks.before) await hook(ctx, spec)
+}
+
+async function transact<T> (ctx: ServiceContext, spec: WriteSpec, operation: (w: WriteScope) => Promise<T>): Promise<T> {
   const changes: Change[] = [] // every change of the write, as hooks see them
   const result = await withTransaction(ctx.db, async tx => {
     await ensureTenant(tx, ctx.tenantId)
@@ -80,7 +152,7 @@ export async function runWrite<T> (ctx: ServiceContext, spec: WriteSpec, operati
       tx,
       record: c => { changes.push(c); recorded.push(c) },
       fold: async <R>(s: FoldedStatement) => {
-        const rows = await runFolded(ctx, tx, s)
+        const rows = await runFolded(ctx, tx, s, [])
         for (const r of rows) changes.push(r.change)
         return rows.map(r => r.result as R)
       }
@@ -97,22 +169,42 @@ export async function runWrite<T> (ctx: ServiceContext, spec: WriteSpec, operati
     return value
   })
   rememberTenant(ctx.tenantId)
-  for (const hook of writeHooks.afterCommit) hook(ctx, spec, changes)
-  if (ctx.config.auditSequencing === 'async') void ctx.sequencer?.kick(ctx.tenantId)
+  finish(ctx, spec, changes)
   return result
 }
 
-/** One statement: the operation's CTEs, its change rows `ch`, and the inserts reading them. */
-async function runFolded (ctx: ServiceContext, tx: Tx, s: FoldedStatement): Promise<Array<{ result: unknown, change: Change }>> {
+/** After COMMIT: after-commit hooks and the audit sequencing kick. */
+function finish (ctx: ServiceContext, spec: WriteSpec, changes: Change[]): void {
+  for (const hook of writeHooks.afterCommit) hook(ctx, spec, changes)
+  if (ctx.config.auditSequencing === 'async') void ctx.sequencer?.kick(ctx.tenantId)
+}
+
+/**
+ * One statement: the operation's CTEs, its change rows `ch`, the checks (`gate`, which the
+ * counter insert reads, so they run before the write's own deltas exist) and the inserts reading
+ * the change rows. On `db` (a transaction, or the pool: autocommit).
+ */
+async function runFolded (ctx: ServiceContext, db: Queryable, s: FoldedStatement, checks: StatementCheck[]): Promise<Array<{ result: unknown, change: Change }>> {
   const part = (key: string) => `(SELECT ch.change->'${key}', ch.n FROM ch WHERE ch.change->'${key}' IS NOT NULL) AS e(v, n)`
+  const gated = checks.length > 0
   const writes = [
     audit.recordFromStatement(ctx.tenantId, ctx.actor, part('audit')),
     outbox.emitFromStatement(ctx.tenantId, part('event'), ctx.causation),
-    counters.addFromStatement(ctx.tenantId, "(SELECT d FROM ch, jsonb_array_elements(coalesce(ch.change->'counts', '[]')) d) AS e(v)")
+    counters.addFromStatement(ctx.tenantId, `(SELECT d FROM ch, jsonb_array_elements(coalesce(ch.change->'counts', '[]')) d${gated ? ', gate WHERE gate.ok' : ''}) AS e(v)`)
   ]
-  const text = `WITH ${[...s.ctes, `ch AS MATERIALIZED (${s.select})`, ...writes.map((w, i) => `w${i} AS (${w.sql})`)].join(',\n')}
+  const gate = gated
+    ? [`deltas AS (SELECT d->>'counter' AS counter, coalesce(d->>'bucket', '') AS bucket, (d->>'delta')::bigint AS delta
+        FROM ch, jsonb_array_elements(coalesce(ch.change->'counts', '[]')) d)`,
+      `gate AS MATERIALIZED (SELECT ${checks.map(c => `(${c.sql})`).join(' AND ')} AS ok)`]
+    : []
+  const text = `WITH ${[...s.ctes, `ch AS MATERIALIZED (${s.select})`, ...gate, ...writes.map((w, i) => `w${i} AS (${w.sql})`)].join(',\n')}
     SELECT ch.result, ch.change FROM ch ORDER BY ch.n`
-  const bindings = [...s.bindings, ...writes.flatMap(w => w.bindings)]
-  const r = await (s.name === undefined ? tx.raw(text, bindings) : prepared(tx, `${s.name}+changes`, text, bindings))
-  return r.rows
+  const bindings = [...s.bindings, ...checks.flatMap(c => c.bindings), ...writes.flatMap(w => w.bindings)]
+  const name = s.name === undefined ? undefined : [`${s.name}+changes`, ...checks.map(c => c.name)].join('+')
+  try {
+    const r = await (name === undefined ? db.raw(text, bindings) : prepared(db, name, text, bindings))
+    return r.rows
+  } catch (err) {
+    throw s.onError?.(err as { code?: string }) ?? err
+  }
 }

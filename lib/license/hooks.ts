@@ -1,8 +1,11 @@
-import { writeHooks } from '../pipeline.js'
+import type { ServiceContext } from '../context.js'
+import type { Tx } from '../db.js'
+import { writeHooks, type Change, type InTransactionHook, type WriteSpec } from '../pipeline.js'
 import { queryHooks } from '../queries/index.js'
 import { automationHooks } from '../automation/index.js'
 import { assertFeature, assertWritable, checkQuota, countQueryRun, effectiveLicense, limitOf, monthlyDelta } from './service.js'
 import { LIMITS } from './limits.js'
+import { quotaStatementCheck } from './quota.js'
 
 // The license's part of every write (lib/pipeline): refused while expired (before the
 // transaction), the monthly usage delta recorded with the write's own rows, and the quota checked
@@ -18,16 +21,31 @@ writeHooks.record.push((_ctx, spec) => {
   return delta === null ? [] : [{ counts: [delta] }]
 })
 
-writeHooks.inTransaction.push(async (ctx, tx, spec, changes) => {
+/** The limit this write counts against under the tenant's license, or null for none. */
+async function enforcedLimit (ctx: ServiceContext, spec: WriteSpec): Promise<{ code: string, limit: number } | null> {
   const code = spec.limit
-  if (code === undefined || LIMITS[code] === undefined || ctx.config.license.publicKey === null) return
+  if (code === undefined || LIMITS[code] === undefined || ctx.config.license.publicKey === null) return null
   const limit = limitOf(await effectiveLicense(ctx), code)
-  if (limit === null) return
-  const { counter, monthly } = LIMITS[code]
+  return limit === null ? null : { code, limit }
+}
+
+const quotaHook: InTransactionHook = Object.assign(async (ctx: ServiceContext, tx: Tx, spec: WriteSpec, changes: Change[]) => {
+  const enforced = await enforcedLimit(ctx, spec)
+  if (enforced === null) return
+  const { counter, monthly } = LIMITS[enforced.code]
   const own = changes.flatMap(c => c.counts ?? []).filter(d => d.counter === counter)
   const delta = own.reduce((n, d) => n + d.delta, 0)
-  await checkQuota(ctx, tx, code, limit, delta, monthly ? (own[0]?.bucket ?? null) : null)
+  await checkQuota(ctx, tx, enforced.code, enforced.limit, delta, monthly ? (own[0]?.bucket ?? null) : null)
+}, {
+  // A one-statement write carries the shared path in its statement (quotaStatementCheck); a
+  // monthly limit's own delta comes from the record hook, so such writes stay transactions.
+  inStatement: async (ctx: ServiceContext, spec: WriteSpec) => {
+    const enforced = await enforcedLimit(ctx, spec)
+    if (enforced === null) return 'none' as const
+    return LIMITS[enforced.code].monthly ? null : quotaStatementCheck(ctx.tenantId, enforced.code, enforced.limit)
+  }
 })
+writeHooks.inTransaction.push(quotaHook)
 
 queryHooks.beforeRun.push(ctx => countQueryRun(ctx))
 

@@ -14,10 +14,15 @@ import * as counters from '../counters/index.js'
  * WriteSpec of their create (and restore). The monthly ones are recorded by this module for every
  * write whose WriteSpec names them, and by `countQueryRun` for query runs.
  */
-export interface LimitDef { counter: string, monthly: boolean }
+export interface LimitDef {
+  counter: string
+  monthly: boolean
+  /** The most units one write adds (a batch create: up to 1,000 objects); 1 when absent. */
+  maxUnitsPerWrite?: number
+}
 
 export const LIMITS: Readonly<Record<string, LimitDef>> = Object.freeze({
-  object_count: { counter: counters.OBJECTS, monthly: false },
+  object_count: { counter: counters.OBJECTS, monthly: false, maxUnitsPerWrite: 1000 },
   workflow_run_count: { counter: counters.WORKFLOW_RUNS, monthly: true },
   query_count: { counter: counters.QUERIES, monthly: true },
   relation_count: { counter: counters.RELATIONS, monthly: false },

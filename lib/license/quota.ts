@@ -5,6 +5,7 @@ import { licenseLimitExceededTotal } from '../metrics.js'
 import * as audit from '../audit/index.js'
 import { LIMITS } from './limits.js'
 import * as sql from './sql.js'
+import type { StatementCheck } from '../pipeline.js'
 
 /**
  * Refuses the write in `tx` when it takes `limitCode` past the license's limit (README
@@ -19,7 +20,7 @@ export async function checkQuota (ctx: ServiceContext, tx: Tx, limitCode: string
   const def = LIMITS[limitCode]
   if (def === undefined || own <= 0) return
   const seen = await sql.sharedCheck(tx, ctx.tenantId, def.counter, bucket)
-  if (seen.total + (seen.maxHolders - 1) <= limit) return
+  if (seen.total + (seen.maxHolders - 1) * (def.maxUnitsPerWrite ?? 1) <= limit) return
   const total = await sql.exclusiveTotal(tx, ctx.tenantId, def.counter, bucket)
   if (total <= limit) return
   refuse(ctx, limitCode, limit, total - own)
@@ -40,4 +41,22 @@ function refuse (ctx: ServiceContext, limitCode: string, limit: number, current:
     data: { limitCode, limit, current }
   }).catch(err => ctx.log.error({ err }, 'could not audit a refused write'))
   throw new AppError('LICENSE_LIMIT_EXCEEDED', `the license allows ${limit} for ${limitCode}; the tenant is at ${current}`, { limitCode, limit, current })
+}
+
+/**
+ * The shared path inside a one-statement write (lib/pipeline StatementCheck): the function of
+ * migration 202611240600 with the write's own units of `counter`. Far from the limit it passes;
+ * near it, it raises and the write runs as a transaction through `checkQuota` (the exact path).
+ */
+export function quotaStatementCheck (tenantId: string, limitCode: string, limit: number): StatementCheck {
+  const def = LIMITS[limitCode]
+  // The function allows 1 unit per other holder; a limit whose writes add more lowers the bound
+  // by the difference for each of them.
+  const extra = (def.maxUnitsPerWrite ?? 1) - 1
+  return {
+    name: 'license.quota',
+    sql: `license_quota_shared(?, ?, ?::bigint - (current_setting('max_connections')::bigint + current_setting('max_prepared_transactions')::bigint - 1) * ?::bigint,
+      (SELECT coalesce(sum(delta), 0) FROM deltas WHERE counter = ?)::bigint)`,
+    bindings: [tenantId, def.counter, limit, extra, def.counter]
+  }
 }

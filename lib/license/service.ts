@@ -13,6 +13,7 @@ import { environmentLicense, statusAt, type LicenseStatus } from './status.js'
 import { FEATURES, LIMITS, type Feature } from './limits.js'
 import { seal, unseal } from './seal.js'
 import { checkQuota } from './quota.js'
+import { bufferQueryRun, flushQueryRuns } from './query-runs.js'
 import * as schema from './schema.js'
 import * as sql from './sql.js'
 
@@ -97,9 +98,9 @@ export { checkQuota }
 export async function countQueryRun (ctx: ServiceContext, now = new Date()): Promise<void> {
   const delta = monthlyDelta('query_count', now) as counters.CounterDelta
   const limit = limitOf(await effectiveLicense(ctx), 'query_count')
-  const add = counters.addStatement(ctx.tenantId, [delta])
-  if (add === null) return
-  if (limit === null) return runStatements(ctx.db, [add])
+  if (limit === null) return bufferQueryRun(ctx.db, ctx.tenantId, delta.bucket ?? '')
+  await flushQueryRuns(ctx.db)
+  const add = counters.addStatement(ctx.tenantId, [delta])!
   await withTransaction(ctx.db, async tx => {
     await runStatements(tx, [add])
     await checkQuota(ctx, tx, 'query_count', limit, 1, delta.bucket ?? null)
@@ -135,6 +136,7 @@ async function usageOf (ctx: ServiceContext, license: EffectiveLicense, now: Dat
   const codes = Object.keys(LIMITS)
   const live = codes.filter(c => !LIMITS[c].monthly).map(c => LIMITS[c].counter)
   const monthly = codes.filter(c => LIMITS[c].monthly).map(c => LIMITS[c].counter)
+  await flushQueryRuns(ctx.db)
   const totals = await sql.usage(ctx.db, ctx.tenantId, live, monthly, counters.monthBucket(now))
   const out: Record<string, number | null> = {}
   for (const c of codes) out[c] = totals.get(LIMITS[c].counter) ?? 0

@@ -1,13 +1,13 @@
 import { randomUUID } from 'node:crypto'
 import type { ServiceContext } from '../context.js'
-import type { Tx } from '../db.js'
+import type { Queryable, Tx } from '../db.js'
 import { constraintOf, isUuid } from '../db.js'
 import { AppError, notFound, validationError } from '../errors.js'
 import { parse } from '../validation.js'
 import { assertStorable } from '../storable.js'
 import { page, pageJson, pagination, type Page } from '../schemas.js'
 import * as access from '../access/index.js'
-import { runWrite, type WriteScope } from '../pipeline.js'
+import { runStatementWrite, runWrite, type FoldedStatement, type WriteScope } from '../pipeline.js'
 import * as objectTypes from '../object-types/index.js'
 import * as counters from '../counters/index.js'
 import type { Geometry } from '../geo/geojson.js'
@@ -19,7 +19,7 @@ import { toHistoryItem, toObjectDto, type ObjectDto } from './dto.js'
 
 /** Workflows register how a new object gets its initial state; without them it is null. */
 export const workflowHooks = {
-  initialState: async (_ctx: ServiceContext, _tx: Tx, _workflowId: string): Promise<string | null> => null
+  initialState: async (_ctx: ServiceContext, _db: Queryable, _workflowId: string): Promise<string | null> => null
 }
 
 interface CreateInput { typeId: string, attributes?: Record<string, unknown>, geometry?: Geometry | null, validFrom?: string }
@@ -86,7 +86,7 @@ async function makePublicId (p: { id: string, typeKey: string, template: string 
   return publicId
 }
 
-async function mustPublish (db: Tx, tenantId: string, typeId: string, fresh: boolean): Promise<Published> {
+async function mustPublish (db: Queryable, tenantId: string, typeId: string, fresh: boolean): Promise<Published> {
   const pub = await objectTypes.publishedType(db, tenantId, typeId, { fresh })
   if (pub === null) throw validationError('typeId', 'object type does not exist or has no published version')
   return pub
@@ -128,37 +128,66 @@ async function retryOnStaleType<T> (write: (fresh: boolean) => Promise<T>): Prom
   })
 }
 
+/**
+ * One statement writes the objects, their first versions, audit and outbox events and counter
+ * deltas. Without a sequence-drawing publicId template it is prepared from pool reads and runs
+ * alone (lib/pipeline runStatementWrite: one round trip); with one, the sequence number is drawn
+ * in the write's transaction, so a refused create uses none.
+ */
 async function createMany (ctx: ServiceContext, inputs: CreateInput[], fresh: boolean, listField: string): Promise<ObjectDto[]> {
-  return runWrite(ctx, { resource: 'objects', action: 'write', limit: 'object_count', units: inputs.length }, async w => {
-    const initialStates = new Map<string, Promise<string | null>>()
-    const items: sql.NewObjectChange[] = []
-    for (const [i, input] of inputs.entries()) {
-      const at = listField === '' ? null : { field: `${listField}[${i}]`, index: i }
-      items.push(await withItemPath(at, () => prepareCreate(ctx, w, input, fresh, initialStates)))
-    }
-    const rows = await w.fold<ObjectDto>(sql.insertObjectsStatement(ctx.tenantId, actorOf(ctx), items)).catch((err: { code?: string, constraint?: string, detail?: string }) => {
-      if (err.code === '23505' && constraintOf(err) === 'objects_tenant_public_id') throw publicIdTaken(items, listField, err.detail ?? '')
-      throw err
-    })
-    if (rows.length !== items.length) throw STALE_TYPE
-    return rows
+  const spec = { resource: 'objects' as const, action: 'write' as const, limit: 'object_count', units: inputs.length }
+  const statement = (items: sql.NewObjectChange[]): FoldedStatement => ({
+    ...sql.insertObjectsStatement(ctx.tenantId, actorOf(ctx), items),
+    onError: err => err.code === '23505' && constraintOf(err) === 'objects_tenant_public_id' ? publicIdTaken(items, listField, err.detail ?? '') : err
   })
+  const rows = await runStatementWrite<ObjectDto>(ctx, spec,
+    async () => {
+      const items = await prepareAll(ctx, ctx.db, null, inputs, fresh, listField)
+      return items === null ? null : statement(items)
+    },
+    async w => {
+      const items = (await prepareAll(ctx, w.tx, w.tx, inputs, fresh, listField))!
+      const written = await w.fold<ObjectDto>(statement(items))
+      if (written.length !== items.length) throw STALE_TYPE // rolls back the sequence numbers drawn
+      return written
+    })
+  // All or nothing (insertObjectsStatement): no row means a stale type and nothing written.
+  if (rows.length !== inputs.length) throw STALE_TYPE
+  return rows
 }
 
-/** Validation and publicId of one new object; the workflow's initial state is read once per workflow. */
-async function prepareCreate (ctx: ServiceContext, w: WriteScope, input: CreateInput, fresh: boolean, initialStates: Map<string, Promise<string | null>>): Promise<sql.NewObjectChange> {
-  const pub = await mustPublish(w.tx, ctx.tenantId, input.typeId, fresh)
+/**
+ * Every item validated, with its publicId; the workflow's initial state is read once per workflow.
+ * Reads through `db`; `seqTx` draws sequence numbers; without it (null) an item whose template
+ * draws one makes the answer null (the write then needs its transaction).
+ */
+async function prepareAll (ctx: ServiceContext, db: Queryable, seqTx: Tx | null, inputs: CreateInput[], fresh: boolean, listField: string): Promise<sql.NewObjectChange[] | null> {
+  const initialStates = new Map<string, Promise<string | null>>()
+  const items: sql.NewObjectChange[] = []
+  for (const [i, input] of inputs.entries()) {
+    const at = listField === '' ? null : { field: `${listField}[${i}]`, index: i }
+    const item = await withItemPath(at, () => prepareCreate(ctx, db, seqTx, input, fresh, initialStates))
+    if (item === null) return null
+    items.push(item)
+  }
+  return items
+}
+
+/** Validation and publicId of one new object (null: its template needs `seqTx`, absent). */
+async function prepareCreate (ctx: ServiceContext, db: Queryable, seqTx: Tx | null, input: CreateInput, fresh: boolean, initialStates: Map<string, Promise<string | null>>): Promise<sql.NewObjectChange | null> {
+  const pub = await mustPublish(db, ctx.tenantId, input.typeId, fresh)
   const def = pub.definition
+  if (seqTx === null && def.publicIdTemplate !== null && usesSequence(def.publicIdTemplate)) return null
   const attributes = input.attributes ?? {}
   const geometry = input.geometry ?? null
   const id = randomUUID()
   let workflowState: string | null = null
   if (def.workflowId !== null) {
-    if (!initialStates.has(def.workflowId)) initialStates.set(def.workflowId, workflowHooks.initialState(ctx, w.tx, def.workflowId))
+    if (!initialStates.has(def.workflowId)) initialStates.set(def.workflowId, workflowHooks.initialState(ctx, db, def.workflowId))
     workflowState = await initialStates.get(def.workflowId)!
   }
   assertValid(pub, input.typeId, { typeId: input.typeId, attributes, geometry, workflowState })
-  const publicId = await makePublicId({ id, typeKey: pub.key, template: def.publicIdTemplate, attributes }, () => sql.nextPublicIdSeq(w.tx, ctx.tenantId, input.typeId))
+  const publicId = await makePublicId({ id, typeKey: pub.key, template: def.publicIdTemplate, attributes }, () => sql.nextPublicIdSeq(seqTx!, ctx.tenantId, input.typeId))
   const object = { id, typeId: input.typeId, typeVersion: pub.version, publicId, attributes, geometry, workflowState, validFrom: input.validFrom ?? null }
   return { object, ...changeRecord('created', { id, typeId: input.typeId, publicId, version: 1 }, {}) }
 }

@@ -67,7 +67,8 @@ export interface NewObjectChange { object: NewObject, audit: unknown, counts: un
  * into the same statement (one round trip). The condition holds a KEY SHARE lock on the type rows
  * until commit, so a concurrent type delete (which locks the row FOR UPDATE before counting live
  * objects) either waits and sees these objects, or wins and makes the condition fail: objects
- * whose condition failed are not written and do not come back (the lock: object_types_lock_live,
+ * whose condition failed are not written and do not come back, and then neither are the others (all
+ * or nothing: the statement may run alone in autocommit; the lock: object_types_lock_live,
  * migration 202611240201, which says why it is a function). All objects are of one tenant and
  * created by one actor; `n` orders them (audit arrival and outbox position follow it).
  */
@@ -88,6 +89,7 @@ export function insertObjectsStatement (tenantId: string, actor: object, items: 
       SELECT inp.id, ?, inp.type_id, inp.type_version, inp.public_id, inp.attributes, ST_SetSRID(ST_GeomFromGeoJSON(inp.geometry::text), 4326),
         inp.workflow_state, 1, coalesce(date_trunc('milliseconds', inp.valid_from), now.t), now.t, now.t
       FROM inp JOIN t ON t.id = inp.type_id AND t.published_version = inp.type_version, now
+      WHERE NOT EXISTS (SELECT 1 FROM inp i LEFT JOIN t c ON c.id = i.type_id AND c.published_version = i.type_version WHERE c.id IS NULL)
       ORDER BY inp.n
       RETURNING *
     )`, `v AS (

@@ -13,3 +13,8 @@ export async function ensureTenant (db: Queryable, tenantId: string): Promise<vo
 export function rememberTenant (tenantId: string): void {
   known.add(tenantId)
 }
+
+/** Whether this process has seen the tenant's row committed (a write needs no ensureTenant). */
+export function isKnownTenant (tenantId: string): boolean {
+  return known.has(tenantId)
+}

@@ -172,6 +172,30 @@ describe('licenses with LICENSE_PUBLIC_KEY and LICENSE_STORAGE_SECRET', () => {
     assert.equal((await owner.post('/v1/objects', { typeId, attributes: {} })).status, 403)
   })
 
+  it('creates far from their object_count limit pass the check inside their one statement, and are counted', async () => {
+    // 2,000,000 is beyond the shared path's slack (about 800 holders x 1,000 units), so the
+    // check passes in the statement (license_quota_shared) without the transaction's exact path.
+    const { tenant, owner } = await licensed({ limits: { object_count: 2_000_000 } })
+    const typeId = await publishedType(owner)
+    for (let i = 0; i < 3; i++) assert.equal((await owner.post('/v1/objects', { typeId, attributes: {} })).status, 201)
+    const batch = await owner.post('/v1/objects/batch', { items: [{ typeId, attributes: {} }, { typeId, attributes: {} }] })
+    assert.equal(batch.status, 201, batch.text)
+    assert.equal((await owner.get('/v1/license')).body.usage.object_count, 5)
+    const live = await a.db.raw('SELECT count(*)::int AS n FROM objects WHERE tenant_id = ?', [tenant])
+    assert.equal(live.rows[0].n, 5)
+  })
+
+  it('a batch that would cross object_count is refused whole, writing nothing', async () => {
+    const { tenant, owner } = await licensed({ limits: { object_count: 3 } })
+    const typeId = await publishedType(owner)
+    assert.equal((await owner.post('/v1/objects', { typeId, attributes: {} })).status, 201)
+    const res = await owner.post('/v1/objects/batch', { items: Array.from({ length: 3 }, () => ({ typeId, attributes: {} })) })
+    assert.equal(res.status, 403)
+    assert.equal(res.body.error.details.limitCode, 'object_count')
+    const live = await a.db.raw('SELECT count(*)::int AS n FROM objects WHERE tenant_id = ?', [tenant])
+    assert.equal(live.rows[0].n, 1)
+  })
+
   it('object_type_count and relation_count refuse creates at their limits', async () => {
     const { owner } = await licensed({ limits: { object_type_count: 1, relation_count: 1 } })
     const typeId = await publishedType(owner)
