@@ -84,10 +84,12 @@ export async function withTransaction<T> (db: Queryable, fn: (tx: Tx) => Promise
 
 /**
  * The constraint an error names, as the schema names it: on a Citus cluster the error comes from a
- * shard, whose constraints carry the shard id as a suffix (objects_tenant_public_id_102008).
+ * shard, whose constraints carry the shard id as a suffix (objects_tenant_public_id_102008), and
+ * a shard's error relayed by the coordinator may carry the name in its message only.
  */
-export function constraintOf (err: { constraint?: string }): string | undefined {
-  return err.constraint?.replace(/_\d+$/, '')
+export function constraintOf (err: { constraint?: string, message?: string }): string | undefined {
+  const name = err.constraint ?? /constraint "([^"]+)"/.exec(err.message ?? '')?.[1]
+  return name?.replace(/_\d+$/, '')
 }
 
 /**
@@ -96,7 +98,7 @@ export function constraintOf (err: { constraint?: string }): string | undefined 
  */
 export function translatePgError (err: unknown): unknown {
   if (err instanceof AppError || typeof err !== 'object' || err === null) return err
-  const e = err as { code?: string, constraint?: string, detail?: string }
+  const e = err as { code?: string, constraint?: string, detail?: string, message?: string }
   switch (e.code) {
     case '23505': return new AppError('CONFLICT', 'a resource with the same unique key already exists', { constraint: constraintOf(e) })
     case '23503': return new AppError('VALIDATION_ERROR', 'a referenced resource does not exist', { field: constraintOf(e) ?? 'reference', reason: 'does not exist' })

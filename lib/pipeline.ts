@@ -84,7 +84,7 @@ export interface FoldedStatement {
   /** Set when the text is fixed: the composition is then a prepared statement. */
   name?: string
   /** Turns a database error of this statement into the operation's own (before generic translation). */
-  onError?: (err: { code?: string, constraint?: string, detail?: string }) => unknown
+  onError?: (err: { code?: string, constraint?: string, detail?: string, message?: string }) => unknown
 }
 
 export interface WriteScope {
