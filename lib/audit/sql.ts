@@ -49,6 +49,11 @@ function insertEvents (rows: string): string {
     ORDER BY e.n`
 }
 
+/** bytea[] as Buffers (pg gives Buffers; embedded PGlite gives Uint8Arrays, whose toString is not hex). */
+function bytes (a: Uint8Array[] | null): Buffer[] {
+  return (a ?? []).map(b => Buffer.from(b))
+}
+
 export interface LockedHead { sequence: number, hash: string, frontier: Buffer[], treeSize: number }
 
 /**
@@ -58,7 +63,7 @@ export interface LockedHead { sequence: number, hash: string, frontier: Buffer[]
 export async function lockHead (tx: Tx, tenantId: string, genesis: string): Promise<LockedHead> {
   await tx.raw('INSERT INTO audit_heads (tenant_id, sequence, hash) VALUES (?, 0, ?) ON CONFLICT (tenant_id) DO NOTHING', [tenantId, genesis])
   const row = await tx('audit_heads').where({ tenant_id: tenantId }).forUpdate().first('sequence', 'hash', 'tree_frontier', 'tree_size')
-  return { sequence: Number(row.sequence), hash: row.hash, frontier: row.tree_frontier, treeSize: Number(row.tree_size) }
+  return { sequence: Number(row.sequence), hash: row.hash, frontier: bytes(row.tree_frontier), treeSize: Number(row.tree_size) }
 }
 
 // Uses audit_events_pending (partial index on unsequenced rows).
@@ -168,7 +173,7 @@ export async function chainBatch (db: Queryable, tenantId: string, afterSequence
 /** The tree's size and frontier, unlocked (readers). */
 export async function readTreeHead (db: Queryable, tenantId: string): Promise<{ size: number, frontier: Buffer[] } | null> {
   const row = await db('audit_heads').where({ tenant_id: tenantId }).first('tree_size', 'tree_frontier')
-  return row === undefined ? null : { size: Number(row.tree_size), frontier: row.tree_frontier }
+  return row === undefined ? null : { size: Number(row.tree_size), frontier: bytes(row.tree_frontier) }
 }
 
 /**
@@ -179,7 +184,7 @@ export async function readTreeHead (db: Queryable, tenantId: string): Promise<{ 
  */
 export async function fetchNodes (db: Queryable, tenantId: string, keys: NodeKey[]): Promise<StoredNode[]> {
   const r = await db.raw(NODES_SQL, [keys.map(k => k.level), keys.map(k => k.idx), tenantId, tenantId])
-  return r.rows.map((x: { level: number, idx: string, hash: Buffer }) => ({ level: Number(x.level), idx: Number(x.idx), hash: x.hash }))
+  return r.rows.map((x: { level: number, idx: string, hash: Buffer }) => ({ level: Number(x.level), idx: Number(x.idx), hash: Buffer.from(x.hash) }))
 }
 
 export const NODES_SQL = `

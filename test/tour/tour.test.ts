@@ -238,6 +238,12 @@ describe(`README tour (${MODE} mode)`, { timeout: 1_800_000 }, () => {
       return p.status === 200 ? p : null
     })
     assert.equal(proof.body.valid, true)
+    // The Merkle tree over the chain (after several sequenced batches: the kept frontier is read back).
+    const inclusion = await get(`/v1/audit/events/${evt}/inclusion-proof`)
+    assert.equal(inclusion.status, 200)
+    assert.match(inclusion.body.rootHash, /^[0-9a-f]{64}$/)
+    const head = await get('/v1/audit/tree-head')
+    assert.equal(head.body.rootHash, inclusion.body.rootHash)
   })
 
   it('runs an automation rule on object events: a signed webhook call', async () => {
