@@ -2,9 +2,8 @@ import { spawn } from 'node:child_process'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
-import { createServer } from 'node:net'
 import jwt from 'jsonwebtoken'
-import { benchTenant, compare, http, row, throughput } from './support.js'
+import { benchTenant, compare, freePort, http, row, throughput } from './support.js'
 
 // Embedded mode (PGlite in the API's process) next to PostgreSQL mode (the bench's API on the
 // bench database), in the same run: create and get-by-id rates over HTTP at concurrency 1 and 8,
@@ -13,14 +12,6 @@ import { benchTenant, compare, http, row, throughput } from './support.js'
 
 interface Side { baseUrl: string, token: string, typeId: string, ids: string[] }
 
-function freePort (): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port
-      s.close(() => resolve(port))
-    }).on('error', reject)
-  })
-}
 
 function rssMb (pid: number): number {
   const m = /VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { Agent, request } from 'node:http'
+import { createServer } from 'node:net'
 import type { Db } from '../lib/db.js'
 import type { AuditKicker, ServiceContext } from '../lib/context.js'
 import { loadConfig } from '../lib/config.js'
@@ -78,5 +79,15 @@ export function http (env: { baseUrl: string }, token: string, method: string, p
     // A kept-alive socket the server closed while idle (its keep-alive timeout): send again.
     req.on('error', err => (req.reusedSocket && (err as { code?: string }).code === 'ECONNRESET' ? http(env, token, method, path, body).then(resolve, reject) : reject(err)))
     req.end(payload)
+  })
+}
+
+/** A TCP port free on 127.0.0.1 right now (for the API processes the bench starts). */
+export function freePort (): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port
+      s.close(() => resolve(port))
+    }).on('error', reject)
   })
 }

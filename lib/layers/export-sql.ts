@@ -52,6 +52,17 @@ export function streamStatement (s: Scope, fields: FieldSelection): Fragment {
   return sql`SELECT ${featureSql(fields)}::text AS f FROM ${source(s)} o WHERE ${s.where}`
 }
 
+/** Every Feature's JSON text at once (where there are no cursors: embedded PGlite). */
+export async function allFeatureLines (db: Queryable, s: Scope, fields: FieldSelection): Promise<string[]> {
+  const r = await run(db, streamStatement(s, fields))
+  return (r.rows as Array<{ f: string }>).map(row => row.f)
+}
+
+/** Ends a backend (an abandoned COPY), waiting up to 5 s for it to go. */
+export async function terminateBackend (db: Queryable, pid: number): Promise<void> {
+  await db.raw('SELECT pg_terminate_backend(?, 5000)', [pid])
+}
+
 /**
  * The NDJSON stream's statement: `COPY (one Feature's JSON text per row) TO STDOUT`, in no
  * particular order. COPY runs by the simple query protocol, which takes no bindings: each is

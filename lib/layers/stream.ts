@@ -28,9 +28,8 @@ export async function featureStream (ctx: ServiceContext, query: Record<string, 
   if (matchesIfNoneMatch(ifNoneMatch, pl.etag)) return { ...head, stream: null }
   if (!engineOf(ctx.db).cursors) {
     // Embedded PGlite: one connection and no cursors or COPY; read every line, then free the connection.
-    const all = exportSql.streamStatement(pl.scope, pl.fields)
-    const r = await ctx.db.raw(all.text, all.params)
-    return { ...head, stream: Readable.from((r.rows as Array<{ f: string }>).map(row => row.f + '\n')) }
+    const lines = await exportSql.allFeatureLines(ctx.db, pl.scope, pl.fields)
+    return { ...head, stream: Readable.from(lines.map(line => line + '\n')) }
   }
   const statement = exportSql.streamCopyStatement(pl.scope, pl.fields)
   const client = ctx.db.client as { acquireConnection: () => Promise<PooledClient>, releaseConnection: (c: PooledClient) => Promise<void> }
@@ -44,7 +43,7 @@ export async function featureStream (ctx: ServiceContext, query: Record<string, 
     // the connection rather than hand it out again.
     conn.__knex__disposed ??= 'NDJSON stream ended early'
     ctx.log.debug({ err: { message: err.message } }, 'NDJSON stream ended early')
-    ctx.db.raw('SELECT pg_terminate_backend(?, 5000)', [conn.processID])
+    exportSql.terminateBackend(ctx.db, conn.processID)
       .catch(e => ctx.log.warn({ err: { message: (e as Error).message } }, 'could not end an abandoned NDJSON stream'))
       .finally(() => { void client.releaseConnection(conn) })
   })

@@ -1,34 +1,14 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
-import { newTenant, publishedType, silentLog, startServer, type Client, type Response, type TestServer } from '../support/harness.js'
+import { newTenant, publishedType, silentLog, startServer, type Client, type TestServer } from '../support/harness.js'
 import { inDays, newIssuer } from '../support/license.js'
 import { errorOf, point, tenantCounts } from '../fixtures/objects.js'
 import * as automation from '../../lib/automation/index.js'
+import { failure, gql, ok } from '../support/graphql.js'
 
 // GraphQL for layers, automation, license and the permission policy, each operation against
 // REST's answer for the same data; tenancy, denials, version conflicts and license feature switches.
-
-interface GqlError { message: string, path?: string[], extensions: { code: string, status: number, details: Record<string, any> } }
-interface Gql { status: number, data: any, errors: GqlError[] | undefined, res: Response }
-
-async function gql (c: Client, query: string, variables: Record<string, unknown> = {}): Promise<Gql> {
-  const res = await c.post('/v1/graphql', { query, variables })
-  return { status: res.status, data: res.body?.data, errors: res.body?.errors, res }
-}
-
-async function ok (c: Client, query: string, variables: Record<string, unknown> = {}): Promise<any> {
-  const r = await gql(c, query, variables)
-  assert.equal(r.status, 200, r.res.text)
-  assert.equal(r.errors, undefined, r.res.text)
-  return r.data
-}
-
-async function failure (c: Client, query: string, variables: Record<string, unknown> = {}): Promise<GqlError> {
-  const r = await gql(c, query, variables)
-  assert.ok(r.errors !== undefined && r.errors.length === 1, r.res.text)
-  return r.errors[0]
-}
 
 const LAYER = 'id name slug description definition cacheTtlSeconds version createdAt updatedAt'
 const RULE = 'id name description status version liveVersion trigger match condition effect createdAt updatedAt'

@@ -1,35 +1,13 @@
 import { describe, it, before } from 'node:test'
 import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
-import { newTenant, flushAudit, publishedType, useOwnerSession, type Client, type Response } from '../support/harness.js'
+import { newTenant, flushAudit, publishedType, useOwnerSession } from '../support/harness.js'
 import { point, errorOf, tenantCounts } from '../fixtures/objects.js'
 import { reviewWorkflow } from '../fixtures/workflows.js'
+import { failure, gql, ok } from '../support/graphql.js'
 
 // GraphQL against REST's answer for the same data: every operation is compared with the REST
 // endpoint that calls the same lib service.
-
-interface GqlError { message: string, path?: string[], extensions: { code: string, status: number, details: Record<string, any> } }
-interface Gql { status: number, data: any, errors: GqlError[] | undefined, res: Response }
-
-async function gql (c: Client, query: string, variables: Record<string, unknown> = {}): Promise<Gql> {
-  const res = await c.post('/v1/graphql', { query, variables })
-  return { status: res.status, data: res.body?.data, errors: res.body?.errors, res }
-}
-
-/** The data of a query that must succeed. */
-async function ok (c: Client, query: string, variables: Record<string, unknown> = {}): Promise<any> {
-  const r = await gql(c, query, variables)
-  assert.equal(r.status, 200, r.res.text)
-  assert.equal(r.errors, undefined, r.res.text)
-  return r.data
-}
-
-/** The single error of a query that must fail. */
-async function failure (c: Client, query: string, variables: Record<string, unknown> = {}): Promise<GqlError> {
-  const r = await gql(c, query, variables)
-  assert.ok(r.errors !== undefined && r.errors.length === 1, r.res.text)
-  return r.errors[0]
-}
 
 const OBJECT_FIELDS = 'id typeId publicId attributes geometry workflowState version validFrom createdAt updatedAt'
 const pick = (o: Record<string, unknown>, keys: string) => Object.fromEntries(keys.split(' ').map(k => [k, o[k]]))

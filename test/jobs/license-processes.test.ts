@@ -2,27 +2,19 @@ import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { spawn, type ChildProcess } from 'node:child_process'
 import { once } from 'node:events'
-import net from 'node:net'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { PgBoss } from 'pg-boss'
 import { newTenant, startServer, token, type TestServer } from '../support/harness.js'
 import { TEST_DATABASE_URL, TEST_JWT_SECRET } from '../support/env.js'
 import { inDays, newIssuer, type Issuer } from '../support/license.js'
+import { freePort } from '../support/local.js'
 
 // A license installed through one process is in force in a separately started API process at
 // once, without a restart (the NOTIFY of lib/settings). Every wait is bounded.
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 const SECRET = 'storage-secret-for-tests-0123456789abcdef'
-
-async function freePort (): Promise<number> {
-  const srv = net.createServer()
-  await new Promise<void>(resolve => srv.listen(0, '127.0.0.1', resolve))
-  const port = (srv.address() as net.AddressInfo).port
-  await new Promise<void>(resolve => srv.close(() => resolve()))
-  return port
-}
 
 describe('a license installed in one process', () => {
   let issuer: Issuer

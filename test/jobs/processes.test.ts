@@ -2,12 +2,12 @@ import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { spawn, type ChildProcess } from 'node:child_process'
 import { once } from 'node:events'
-import net from 'node:net'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { randomBytes } from 'node:crypto'
 import pg from 'pg'
 import { TEST_DATABASE_URL, TEST_JWT_SECRET } from '../support/env.js'
+import { adminQuery, freePort } from '../support/local.js'
 
 // The three entry points as an operator runs them: real processes (node --import tsx), a database
 // of their own (created and dropped here), real signals. Every wait is bounded.
@@ -54,20 +54,6 @@ function start (entry: string, env: Record<string, string>): Proc {
       return { code, signal }
     }
   }
-}
-
-async function freePort (): Promise<number> {
-  const srv = net.createServer()
-  await new Promise<void>(resolve => srv.listen(0, '127.0.0.1', resolve))
-  const port = (srv.address() as net.AddressInfo).port
-  await new Promise<void>(resolve => srv.close(() => resolve()))
-  return port
-}
-
-async function adminQuery (sql: string): Promise<void> {
-  const c = new pg.Client({ connectionString: Object.assign(new URL(TEST_DATABASE_URL), { pathname: '/postgres' }).toString() })
-  await c.connect()
-  try { await c.query(sql) } finally { await c.end() }
 }
 
 async function rowCounts (url: string): Promise<Record<string, number>> {

@@ -5,13 +5,13 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { AddressInfo } from 'node:net'
 import { randomBytes } from 'node:crypto'
-import pg from 'pg'
 import { PgBoss } from 'pg-boss'
 import { createDb } from '../../lib/db.js'
 import { recordRelease } from '../../lib/release/index.js'
 import { packageVersion } from '../../lib/release/version.js'
 import { migrateLatest } from '../../db/knex.js'
 import { TEST_DATABASE_URL, TEST_JWT_SECRET } from './env.js'
+import { adminQuery } from './local.js'
 
 // What the automation tests share: real worker processes on the test database, and a local
 // HTTP receiver on 127.0.0.1 standing in for the outside world.
@@ -31,12 +31,6 @@ export const WORKER_ENV = {
   WEBHOOK_TIMEOUT_SECONDS: '2',
   WORKER_SUPERVISE_SECONDS: '2',
   LOG_LEVEL: 'info'
-}
-
-async function adminQuery (sql: string): Promise<void> {
-  const c = new pg.Client({ connectionString: Object.assign(new URL(TEST_DATABASE_URL), { pathname: '/postgres' }).toString() })
-  await c.connect()
-  try { await c.query(sql) } finally { await c.end() }
 }
 
 /**

@@ -1,8 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import fs from 'node:fs'
-import net from 'node:net'
 import path from 'node:path'
 import { TEST_DATABASE_URL, TEST_JWT_SECRET } from './env.js'
+import { freePort } from './local.js'
 
 // The service as its entry points run it, in child processes: `server/main.ts` alone in
 // embedded mode (DATA_DIR), or `server/main.ts` + `worker/main.ts` on TEST_DATABASE_URL.
@@ -16,14 +16,6 @@ export interface Service {
   /** The processes' output (JSON log lines and the banner). */
   logFile: string
   stop (): Promise<void>
-}
-
-async function freePort (): Promise<number> {
-  const srv = net.createServer()
-  await new Promise<void>(resolve => srv.listen(0, '127.0.0.1', resolve))
-  const port = (srv.address() as net.AddressInfo).port
-  await new Promise<void>(resolve => srv.close(() => resolve()))
-  return port
 }
 
 function baseEnv (): Record<string, string> {
