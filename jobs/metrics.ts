@@ -2,6 +2,7 @@ import { Gauge, Histogram } from 'prom-client'
 import { automationRulesExecutedTotal, registry } from '../lib/metrics.js'
 import { executionCounts } from '../lib/automation/index.js'
 import type { Db } from '../lib/db.js'
+import * as queues from '../lib/queues/index.js'
 import { QUEUES } from './contracts.js'
 
 // What an operator scales the worker fleet by, read from pg-boss's tables at scrape time by the
@@ -26,13 +27,11 @@ export const jobQueueDepth = new Gauge({
   registers: [registry],
   async collect () {
     if (source === null) return
-    const r = await source.raw(`
-      SELECT name, state::text AS state, count(*)::int AS n FROM pgboss.job
-      WHERE name = ANY(?::text[]) AND state < 'completed' GROUP BY name, state`, [names()]).catch(() => null)
-    if (r === null) return
+    const rows = await queues.depth(source, names()).catch(() => null)
+    if (rows === null) return
     this.reset()
     for (const q of names()) for (const st of ['created', 'retry', 'active']) this.set({ queue: q, state: st }, 0)
-    for (const row of r.rows as Array<{ name: string, state: string, n: number }>) this.set({ queue: row.name, state: row.state }, row.n)
+    for (const row of rows) this.set({ queue: row.name, state: row.state }, row.n)
   }
 })
 
@@ -45,11 +44,9 @@ export const jobLatency = new Histogram({
   async collect () {
     if (source === null) return
     const from = since
-    const r = await source.raw(`
-      SELECT name, started_on, extract(epoch FROM started_on - greatest(created_on, start_after))::float8 AS s FROM pgboss.job
-      WHERE name = ANY(?::text[]) AND state >= 'active' AND started_on > ? ORDER BY started_on LIMIT 10000`, [names(), from]).catch(() => null)
-    if (r === null) return
-    for (const row of r.rows as Array<{ name: string, started_on: Date, s: number }>) {
+    const rows = await queues.startedSince(source, names(), from).catch(() => null)
+    if (rows === null) return
+    for (const row of rows) {
       this.observe({ queue: row.name }, Math.max(0, row.s))
       if (row.started_on > since) since = row.started_on
     }

@@ -2,6 +2,7 @@ import type { Config } from '../config.js'
 import type { Db } from '../db.js'
 import { environmentLicenseStatus } from '../license/status.js'
 import { recordedRelease } from '../release/index.js'
+import * as sql from './sql.js'
 
 export interface Readiness {
   ready: boolean
@@ -32,7 +33,7 @@ const DATABASE_TIMEOUT_MS = 2000
 async function checkDatabase (db: Db): Promise<string> {
   let timer: NodeJS.Timeout | undefined
   const timeout = new Promise<string>(resolve => { timer = setTimeout(() => resolve('timeout'), DATABASE_TIMEOUT_MS) })
-  const probe = db.raw('SELECT 1').then(() => 'ok', () => 'unreachable')
+  const probe = sql.ping(db).then(() => 'ok', () => 'unreachable')
   try {
     return await Promise.race([probe, timeout])
   } finally {

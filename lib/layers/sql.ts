@@ -65,8 +65,9 @@ export async function listLayers (db: Queryable, tenantId: string, limit: number
 }
 
 /** Layers whose selection may hold objects of `typeId`: those of that type and those of any type. */
-export async function layersForType (db: Queryable, tenantId: string, typeId: string): Promise<Array<{ id: string }>> {
+/** The layers of a tenant that may select objects of any of these types (their typeId, or none). */
+export async function layersForTypes (db: Queryable, tenantId: string, typeIds: string[]): Promise<Array<{ id: string }>> {
   const res = await db.raw(`SELECT id FROM layers WHERE tenant_id = ?
-    AND (definition #>> '{filters,typeId}' IS NULL OR definition #>> '{filters,typeId}' = ?)`, [tenantId, typeId])
+    AND (definition #>> '{filters,typeId}' IS NULL OR definition #>> '{filters,typeId}' = ANY(?))`, [tenantId, typeIds])
   return res.rows
 }

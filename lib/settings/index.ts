@@ -1,6 +1,7 @@
 import pg from 'pg'
 import type { Db, Statement } from '../db.js'
 import type { Logger } from '../log.js'
+import * as sql from './sql.js'
 
 /**
  * Rarely changing per-tenant settings (an installed license, the permission policy), cached in
@@ -8,8 +9,6 @@ import type { Logger } from '../log.js'
  * `changedStatement` in its own transaction: PostgreSQL delivers the NOTIFY at COMMIT, to every
  * process LISTENing on the same database, and never for a rolled-back change.
  */
-
-const CHANNEL = 'tenant_settings'
 
 /**
  * What a notification names: a tenant's license or policy, its layer definitions, or its objects
@@ -21,7 +20,7 @@ const isKind = (k: string): k is SettingsKind => (SETTINGS_KINDS as readonly str
 
 /** The NOTIFY a settings change runs in its transaction. */
 export function changedStatement (kind: SettingsKind, tenantId: string): Statement {
-  return { sql: 'SELECT pg_notify(?, ?)', bindings: [CHANNEL, `${kind}:${tenantId}`] }
+  return sql.notifyStatement(`${kind}:${tenantId}`)
 }
 
 type Listener = (kind: SettingsKind, tenantId: string | null) => void
@@ -56,7 +55,7 @@ export type InProcessListen = (channel: string, onPayload: (payload: string) => 
  */
 export async function startInProcessSettingsFeed (db: Db, listen: InProcessListen): Promise<{ stop: () => Promise<void> }> {
   const feed = feedOf(db)
-  const unlisten = await listen(CHANNEL, payload => { received(feed, payload) })
+  const unlisten = await listen(sql.CHANNEL, payload => { received(feed, payload) })
   feed.live = true
   return {
     async stop () {
@@ -89,7 +88,7 @@ export async function startSettingsFeed (db: Db, databaseUrl: string, log: Logge
     })
     try {
       await c.connect()
-      await c.query(`LISTEN ${CHANNEL}`)
+      await sql.listen(c)
     } catch (err) {
       log.warn({ err: { message: (err as Error).message } }, 'settings feed cannot listen yet; caches are bypassed until it does')
       c.removeAllListeners('end')
@@ -197,7 +196,7 @@ async function flush (db: Db, a: Announcer, log?: Logger): Promise<void> {
     const payloads = [...a.pending]
     a.pending.clear()
     try {
-      await db.raw("SELECT set_config('synchronous_commit', 'off', true), pg_notify(?, p) FROM unnest(?::text[]) p", [CHANNEL, payloads])
+      await sql.announce(db, payloads)
     } catch (err) {
       log?.warn({ err: { message: (err as Error).message } }, 'could not announce a change; other processes notice within their cache age')
     }

@@ -1,4 +1,5 @@
 import type { Queryable } from '../db.js'
+import * as sql from './sql.js'
 
 // Tenants come into being on first use (CONTRACT "General"). `known` holds tenants whose row
 // this process has seen committed; a miss costs one idempotent insert in the write's transaction.
@@ -6,7 +7,7 @@ const known = new Set<string>()
 
 export async function ensureTenant (db: Queryable, tenantId: string): Promise<void> {
   if (known.has(tenantId)) return
-  await db.raw('INSERT INTO tenants (id) VALUES (?) ON CONFLICT (id) DO NOTHING', [tenantId])
+  await sql.insertTenant(db, tenantId)
 }
 
 /** Called after COMMIT: only then is the tenant row certain to exist. */

@@ -41,5 +41,13 @@ describe('tiles.prerender', () => {
     await layers.prerenderOnObjectEvents(s.db, jobs)({ tenant_id: tenant, type: 'layer.updated', payload: { layer: { id: a.id } } })
     await layers.prerenderOnObjectEvents(s.db, jobs)({ tenant_id: tenant, type: 'relation.created', payload: {} })
     assert.deepEqual(sent.map(x => x.key), [`${tenant}:${a.id}`])
+    sent.length = 0
+    // A claim of many events: one send per distinct layer, whatever the number of events.
+    const event = (type: string, payload: object) => ({ tenant_id: tenant, type, payload })
+    await layers.prerenderOnObjectEvents(s.db, jobs).batch([
+      event('object.created', { object: { typeId: t1 } }), event('object.updated', { object: { typeId: t1 } }),
+      event('object.deleted', { object: { typeId: t2 } }), event('layer.updated', { layer: { id: a.id } })
+    ])
+    assert.deepEqual(sent.map(x => x.key).sort(), [a.id, any.id, (await owner.get('/v1/layers/definitions/b')).body.id].map(id => `${tenant}:${id}`).sort())
   })
 })

@@ -1,0 +1,1 @@
+export { depth, startedSince, type DepthRow, type StartRow } from './sql.js'
