@@ -8,6 +8,7 @@ import { handleTilesPrerender } from '../jobs/handlers/tiles-prerender.js'
 import * as outbox from '../lib/outbox/index.js'
 import * as counters from '../lib/counters/index.js'
 import * as layers from '../lib/layers/index.js'
+import * as settings from '../lib/settings/index.js'
 import { startAutomation } from './automation.js'
 
 /**
@@ -34,16 +35,33 @@ export async function startWorker (rt: Runtime, config: Readonly<Config>, log: L
   await rt.boss.work<TilesPrerenderPayload>(TILES_PRERENDER.name, { pollingIntervalSeconds: 2, batchSize: 1 }, jobs => handleTilesPrerender({ db: rt.db, log, config, cache: tileCache }, jobs))
 
   // Poll the pending-outbox index once a second and wake a dispatch (coalesced by singletonKey
-  // across all workers), so events are delivered within about a second of their commit.
-  const poll = setInterval(() => {
-    outbox.hasPending(rt.db)
-      .then(async pending => {
-        if (!pending) return
-        await rt.boss.send(OUTBOX_DISPATCH.name, {}, { singletonKey: 'outbox', singletonSeconds: 1 })
-        rt.boss.notifyWorker(dispatchWorker)
-      })
-      .catch(err => log.error({ err }, 'outbox poll failed'))
-  }, 1000)
+  // across all workers, one per one-second slot), so events are delivered within about a second
+  // of their commit. An object write's after-commit notice (lib/settings `announce`, kind
+  // `objects`, sent outside the write's transaction) checks at once: the first event of a slot is
+  // dispatched in milliseconds; when the slot's dispatch was already sent, one more check runs as
+  // the next slot opens.
+  let checking = false
+  let again = false
+  let nextSlot: NodeJS.Timeout | null = null
+  const check = async (): Promise<void> => {
+    if (checking) { again = true; return }
+    checking = true
+    try {
+      do {
+        again = false
+        if (!await outbox.hasPending(rt.db)) continue
+        const sent = await rt.boss.send(OUTBOX_DISPATCH.name, {}, { singletonKey: 'outbox', singletonSeconds: 1 })
+        if (sent !== null) rt.boss.notifyWorker(dispatchWorker)
+        else if (nextSlot === null) nextSlot = setTimeout(() => { nextSlot = null; void check() }, 1020 - Date.now() % 1000)
+      } while (again)
+    } catch (err) {
+      log.error({ err }, 'outbox poll failed')
+    } finally {
+      checking = false
+    }
+  }
+  const poll = setInterval(() => { void check() }, 1000)
+  const unsubscribe = settings.onChange(rt.db, kind => { if (kind === 'objects') void check() })
   // Fold counter deltas (lib/counters) so that totals stay index-only sums over a few rows. Two
   // workers folding at once is harmless: each deletes only rows it sees, and sums never move.
   const fold = setInterval(() => {
@@ -52,5 +70,7 @@ export async function startWorker (rt: Runtime, config: Readonly<Config>, log: L
   return () => {
     clearInterval(poll)
     clearInterval(fold)
+    if (nextSlot !== null) clearTimeout(nextSlot)
+    unsubscribe()
   }
 }

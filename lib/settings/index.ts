@@ -41,6 +41,16 @@ function emit (feed: Feed, kind: SettingsKind, tenantId: string | null): void {
   for (const l of feed.listeners) l(kind, tenantId)
 }
 
+/**
+ * Calls `listener` for every change this pool's feed hears of (a reconnect reports every kind with
+ * tenant null). Returns the unsubscribe. The worker wakes its outbox dispatch on `objects`.
+ */
+export function onChange (db: Db, listener: Listener): () => void {
+  const feed = feedOf(db)
+  feed.listeners.add(listener)
+  return () => { feed.listeners.delete(listener) }
+}
+
 function received (feed: Feed, payload: string | undefined): void {
   const [kind, ...rest] = (payload ?? '').split(':')
   if (isKind(kind)) emit(feed, kind, rest.join(':'))
