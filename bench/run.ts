@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import pg from 'pg'
 import jwt from 'jsonwebtoken'
 import { createDb } from '../lib/db.js'
-import { freePort } from './support.js'
+import { freePort, waitReady } from './support.js'
 import { benchObjects } from './objects.js'
 import { benchQueries } from './queries.js'
 import { benchAutomation } from './automation.js'
@@ -42,14 +42,6 @@ const env = { ...process.env, DATABASE_URL, AUTH_JWT_SECRET: SECRET, RATE_LIMIT_
 
 function run (script: string, extra: Record<string, string> = {}): ChildProcess {
   return spawn(process.execPath, ['--import', 'tsx', script], { env: { ...env, ...extra }, stdio: ['ignore', 'ignore', 'inherit'] })
-}
-
-async function waitReady (base: string): Promise<void> {
-  for (let i = 0; i < 900; i++) { // up to 90 s: a loaded 2-core machine starts tsx slowly
-    try { if ((await fetch(`${base}/v1/health/ready`)).status === 200) return } catch { /* starting */ }
-    await new Promise(r => setTimeout(r, 100))
-  }
-  throw new Error('API did not become ready')
 }
 
 await ensureDatabase()

@@ -91,3 +91,15 @@ export function freePort (): Promise<number> {
     }).on('error', reject)
   })
 }
+
+/**
+ * Waits until the API at `base` answers /v1/health/ready, up to 90 s: a loaded 2-core machine
+ * starts tsx slowly (the Citus side's API used to give up after 30 s, failing the section).
+ */
+export async function waitReady (base: string): Promise<void> {
+  for (let i = 0; i < 900; i++) {
+    try { if ((await fetch(`${base}/v1/health/ready`)).status === 200) return } catch { /* starting */ }
+    await new Promise(r => setTimeout(r, 100))
+  }
+  throw new Error(`API at ${base} did not become ready within 90 s`)
+}

@@ -128,6 +128,42 @@ export function keysOf (ranges: Range[]): NodeKey[] {
   return [...seen.values()]
 }
 
+/**
+ * The stored nodes (and leaves) a proof is made of, computed from the leaf index and sizes alone,
+ * without the ranges: the same sets as sql.ts proofNodesSql computes in the database, so a proof
+ * is one statement. Inclusion PATH(m, D[n]) and the root: the complete sibling of leaf m's ancestor
+ * at each level, plus the frontier of n (the root; also the one incomplete sibling a path can
+ * have, a suffix [x, n)).
+ */
+export function inclusionNodeKeys (m: number, n: number): NodeKey[] {
+  return proofNodeKeys(m, n, n, 1)
+}
+
+/**
+ * PROOF(f, D[n]) and both roots: the siblings of leaf f - 1 from the level of f's smallest
+ * complete subtree up (below it they lie inside the old tree), plus the frontiers of f and n.
+ */
+export function consistencyNodeKeys (f: number, n: number): NodeKey[] {
+  let lowest = 1
+  while (f > 0 && (f / lowest) % 2 === 0) lowest *= 2
+  return proofNodeKeys(f < n ? f - 1 : -1, n, f, lowest)
+}
+
+/** Siblings of leaf m at the levels l where 2^l >= `from` (m < 0: none), then the frontiers of n and f. */
+function proofNodeKeys (m: number, n: number, f: number, from: number): NodeKey[] {
+  const keys: NodeKey[] = []
+  for (let level = 0; m >= 0 && 2 ** level <= n; level++) {
+    const ancestor = Math.floor(m / 2 ** level)
+    const sibling = ancestor % 2 === 0 ? ancestor + 1 : ancestor - 1
+    if (2 ** level >= from && (sibling + 1) * 2 ** level <= n) keys.push({ level, idx: sibling })
+  }
+  const seen = new Set(keys.map(k => `${k.level}:${k.idx}`))
+  for (const k of [...frontierKeys(n), ...frontierKeys(f)]) {
+    if (!seen.has(`${k.level}:${k.idx}`)) { seen.add(`${k.level}:${k.idx}`); keys.push(k) }
+  }
+  return keys
+}
+
 /** The hash of each range from the fetched nodes; a missing node is an error (a damaged tree). */
 export function hashRanges (ranges: Range[], nodes: StoredNode[]): Buffer[] {
   const byKey = new Map(nodes.map(n => [`${n.level}:${n.idx}`, n.hash]))

@@ -1,5 +1,5 @@
 import type { Bindings, Queryable, Statement, Tx } from '../db.js'
-import type { NodeKey, StoredNode } from './merkle.js'
+import type { StoredNode } from './merkle.js'
 
 export interface AuditRow {
   id: string
@@ -177,36 +177,74 @@ export async function readTreeHead (db: Queryable, tenantId: string): Promise<{ 
 }
 
 /**
- * The given complete subtrees in one query, each an index probe: level >= 1 on
- * audit_tree_nodes_pkey, leaves (level 0) hashed from their event by audit_events_tenant_sequence.
- * A leaf whose row is gone hashes an empty input, as audit_tree_rebuild does (its chain is
- * damaged, which /proof reports; the tree covers the chain as stored).
+ * The stored nodes one proof needs, computed in SQL from the leaf index and the tree sizes, so the
+ * lookup that gives those (the event, or the head) and the node probes are one statement: the
+ * keys of merkle.ts inclusionNodeKeys / consistencyNodeKeys (the unit tests check them against the
+ * proof's ranges). Siblings of leaf m's ancestors, at the levels l where 2^l >= `from`, wherever the sibling is a complete subtree of D[n]; then the frontiers of n and f (one
+ * complete subtree per set bit). Each key is one index probe: level >= 1 on
+ * audit_tree_nodes_pkey, a leaf (level 0) hashed from its event by audit_events_tenant_sequence. A
+ * leaf whose row is gone hashes an empty input, as audit_tree_rebuild does (its chain is damaged,
+ * which /proof reports; the tree covers the chain as stored). The arguments are bigint SQL
+ * expressions of the enclosing row; the fragment takes the tenant twice.
  */
-export async function fetchNodes (db: Queryable, tenantId: string, keys: NodeKey[]): Promise<StoredNode[]> {
-  const r = await db.raw(NODES_SQL, [keys.map(k => k.level), keys.map(k => k.idx), tenantId, tenantId])
-  return r.rows.map((x: { level: number, idx: string, hash: Buffer }) => ({ level: Number(x.level), idx: Number(x.idx), hash: Buffer.from(x.hash) }))
+const proofNodesSql = (m: string, n: string, f: string, from: string) => `
+  SELECT k.level, k.idx, nd.hash FROM (
+    SELECT l AS level, (${m} >> l) # 1 AS idx FROM generate_series(0, 62) l
+      WHERE ${m} >= 0 AND (1::bigint << l) <= ${n} AND (1::bigint << l) >= ${from}
+        AND ((((${m} >> l) # 1) + 1) << l) <= ${n}
+    UNION
+    SELECT l, (s >> l) - 1 FROM unnest(ARRAY[${n}, ${f}]) s, generate_series(0, 62) l WHERE ((s >> l) & 1) = 1
+  ) k JOIN LATERAL (
+    SELECT t.hash FROM audit_tree_nodes t WHERE k.level > 0 AND t.tenant_id = ? AND t.level = k.level AND t.idx = k.idx
+    UNION ALL
+    SELECT sha256('\\x00'::bytea || coalesce((SELECT decode(e.hash, 'hex') FROM audit_events e WHERE e.tenant_id = ? AND e.sequence = k.idx + 1), ''))
+    WHERE k.level = 0
+  ) nd ON true`
+
+interface ProofRow { tree_size: string, level: number | null, idx: string | null, hash: Buffer | null }
+
+const nodesOf = (rows: ProofRow[]): StoredNode[] => rows.filter(r => r.level !== null && r.hash !== null)
+  .map(r => ({ level: Number(r.level), idx: Number(r.idx), hash: Buffer.from(r.hash!) }))
+
+export interface LeafProofNodes { sequence: number, hash: string, treeSize: number, nodes: StoredNode[] }
+
+/**
+ * An event's place in the tree, the tree's current size (which may lag it) and, when `treeSize`
+ * (default: the current size) lies in sequence..current size, every stored node of its inclusion
+ * proof and of the root: one statement. Null when the tenant has no such sequenced event.
+ */
+export async function inclusionProofNodes (db: Queryable, tenantId: string, id: string, treeSize: number | undefined): Promise<LeafProofNodes | null> {
+  const r = await db.raw(`
+    SELECT leaf.sequence, leaf.hash, leaf.tree_size, p.level, p.idx, p.hash AS node
+    FROM (SELECT e.sequence, e.hash, h.tree_size, coalesce(?::bigint, h.tree_size) AS n
+          FROM audit_events e JOIN audit_heads h ON h.tenant_id = e.tenant_id
+          WHERE e.tenant_id = ? AND h.tenant_id = ? AND e.id = ? AND e.sequence IS NOT NULL) leaf
+    LEFT JOIN LATERAL (${proofNodesSql('(leaf.sequence - 1)', 'leaf.n', 'leaf.n', '1')}) p
+      ON leaf.sequence <= leaf.n AND leaf.n <= leaf.tree_size`,
+  [treeSize ?? null, tenantId, tenantId, id, tenantId, tenantId])
+  const rows = r.rows as Array<{ sequence: string, hash: string, tree_size: string, level: number | null, idx: string | null, node: Buffer | null }>
+  if (rows.length === 0) return null
+  const { sequence, hash, tree_size: size } = rows[0]
+  return { sequence: Number(sequence), hash, treeSize: Number(size), nodes: nodesOf(rows.map(x => ({ ...x, hash: x.node }))) }
 }
 
-export const NODES_SQL = `
-  SELECT k.level, k.idx, n.hash FROM unnest(?::smallint[], ?::bigint[]) AS k(level, idx)
-    JOIN LATERAL (
-      SELECT t.hash FROM audit_tree_nodes t WHERE k.level > 0 AND t.tenant_id = ? AND t.level = k.level AND t.idx = k.idx
-      UNION ALL
-      SELECT sha256('\\x00'::bytea || coalesce((SELECT decode(e.hash, 'hex') FROM audit_events e WHERE e.tenant_id = ? AND e.sequence = k.idx + 1), ''))
-      WHERE k.level = 0
-    ) n ON true`
+/**
+ * The tree's current size and, when first <= second (default: the current size) <= that size,
+ * every stored node of PROOF(first, D[second]) and of both roots: one statement. Size 0 when the
+ * tenant has no head yet.
+ */
+export async function consistencyProofNodes (db: Queryable, tenantId: string, first: number, second: number | undefined): Promise<{ treeSize: number, nodes: StoredNode[] }> {
+  const r = await db.raw(`
+    SELECT h.tree_size, p.level, p.idx, p.hash
+    FROM (SELECT tree_size, coalesce(?::bigint, tree_size) AS n, ?::bigint AS f FROM audit_heads WHERE tenant_id = ?) h
+    LEFT JOIN LATERAL (${proofNodesSql('(CASE WHEN h.f < h.n THEN h.f - 1 ELSE -1 END)', 'h.n', 'h.f', '(h.f & -h.f)')}) p ON h.f <= h.n AND h.n <= h.tree_size`,
+  [second ?? null, first, tenantId, tenantId, tenantId])
+  const rows = r.rows as ProofRow[]
+  return { treeSize: rows.length === 0 ? 0 : Number(rows[0].tree_size), nodes: nodesOf(rows) }
+}
 
 /** Rebuilds a tenant's tree from its sequenced events (the migration's set-based SQL function). */
 export async function rebuildTree (db: Queryable, tenantId: string): Promise<number> {
   const r = await db.raw('SELECT audit_tree_rebuild(?) AS n', [tenantId])
   return Number(r.rows[0].n)
-}
-
-/** A sequenced event's place in the tree and the tree's current size (which may lag it), in one statement. */
-export async function findLeaf (db: Queryable, tenantId: string, id: string): Promise<{ sequence: number, hash: string, treeSize: number } | null> {
-  const r = await db.raw(`SELECT e.sequence, e.hash, h.tree_size FROM audit_events e
-    JOIN audit_heads h ON h.tenant_id = e.tenant_id
-    WHERE e.tenant_id = ? AND e.id = ? AND e.sequence IS NOT NULL`, [tenantId, id])
-  const row = r.rows[0]
-  return row === undefined ? null : { sequence: Number(row.sequence), hash: row.hash, treeSize: Number(row.tree_size) }
 }

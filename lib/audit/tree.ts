@@ -2,7 +2,7 @@ import type { ServiceContext } from '../context.js'
 import { isUuid } from '../db.js'
 import { notFound, validationError } from '../errors.js'
 import { authorizeChain } from './list.js'
-import { consistencyRanges, foldRight, hashRanges, inclusionRanges, keysOf, leafHash, type Range } from './merkle.js'
+import { consistencyRanges, foldRight, hashRanges, inclusionRanges, leafHash } from './merkle.js'
 import { sequencePending } from './sequencer.js'
 import { signTreeHead, type SignedTreeHead } from './signing.js'
 import * as sql from './sql.js'
@@ -41,63 +41,57 @@ export async function treeHead (ctx: ServiceContext, q: { tenant?: string } = {}
   return signTreeHead(ctx.config, chain, head.size, foldRight(head.frontier))
 }
 
-/** The proof ranges' hashes and the roots of the named sizes, from one fetch of stored nodes. */
-async function resolve (ctx: ServiceContext, chain: string, ranges: Range[], sizes: number[]): Promise<{ path: Buffer[], roots: Buffer[] }> {
-  const roots: Range[] = sizes.map(n => [0, n])
-  const nodes = await sql.fetchNodes(ctx.db, chain, keysOf([...ranges, ...roots]))
-  return { path: hashRanges(ranges, nodes), roots: hashRanges(roots, nodes) }
-}
-
 /**
  * GET /v1/audit/events/{id}/inclusion-proof: RFC 9162 PATH(sequence - 1, D[treeSize]); treeSize
- * defaults to the current tree. An event still pending is sequenced first, as a list would.
+ * defaults to the current tree. One statement finds the event and reads the proof's nodes; an
+ * event still pending is sequenced first, as a list would, and looked up again.
  */
 export async function inclusionProof (ctx: ServiceContext, id: string, q: { tenant?: string, treeSize?: number } = {}): Promise<InclusionProof> {
   const chain = await authorizeChain(ctx, q.tenant)
   if (!isUuid(id)) notFound('audit event', id)
-  const inTree = (l: Awaited<ReturnType<typeof sql.findLeaf>>) => l !== null && l.sequence <= l.treeSize
-  let leaf = await sql.findLeaf(ctx.db, chain, id)
-  if (!inTree(leaf)) {
+  let leaf = await sql.inclusionProofNodes(ctx.db, chain, id, q.treeSize)
+  if (leaf === null || leaf.sequence > leaf.treeSize) {
     await sequencePending(ctx.db, chain)
-    leaf = await sql.findLeaf(ctx.db, chain, id)
+    leaf = await sql.inclusionProofNodes(ctx.db, chain, id, q.treeSize)
   }
-  if (leaf === null || !inTree(leaf)) notFound('audit event', id)
+  if (leaf === null || leaf.sequence > leaf.treeSize) notFound('audit event', id)
   const n = q.treeSize ?? leaf.treeSize
   if (n < leaf.sequence) throw validationError('treeSize', `must be at least the event's sequence (${leaf.sequence})`)
   if (n > leaf.treeSize) throw validationError('treeSize', `must not exceed the tree's current size (${leaf.treeSize})`)
-  const ranges = inclusionRanges(leaf.sequence - 1, n)
-  const { path, roots } = await resolve(ctx, chain, ranges, [n])
+  const path = hashRanges(inclusionRanges(leaf.sequence - 1, n), leaf.nodes)
+  const [root] = hashRanges([[0, n]], leaf.nodes)
   return {
     eventId: id,
     sequence: leaf.sequence,
     leafIndex: leaf.sequence - 1,
     leafHash: hex(leafHash(leaf.hash)),
     treeSize: n,
-    rootHash: hex(roots[0]),
+    rootHash: hex(root),
     auditPath: path.map(hex),
-    treeHead: signTreeHead(ctx.config, chain, n, roots[0])
+    treeHead: signTreeHead(ctx.config, chain, n, root)
   }
 }
 
 /**
  * GET /v1/audit/consistency-proof: RFC 9162 PROOF(first, D[second]) with both roots; second
- * defaults to the current tree. first == second gives an empty proof.
+ * defaults to the current tree (pending events sequenced first). One statement reads the tree's
+ * size and the proof's nodes. first == second gives an empty proof.
  */
 export async function consistencyProof (ctx: ServiceContext, q: { tenant?: string, first: number, second?: number }): Promise<ConsistencyProof> {
   const chain = await authorizeChain(ctx, q.tenant)
   if (q.second === undefined) await sequencePending(ctx.db, chain)
-  const size = (await sql.readTreeHead(ctx.db, chain))?.size ?? 0
+  const { treeSize: size, nodes } = await sql.consistencyProofNodes(ctx.db, chain, q.first, q.second)
   const second = q.second ?? size
   if (second > size) throw validationError('second', `must not exceed the tree's current size (${size})`)
   if (q.first > second) throw validationError('first', `must not exceed second (${second})`)
   const ranges = q.first === second ? [] : consistencyRanges(q.first, second)
-  const { path, roots } = await resolve(ctx, chain, ranges, [q.first, second])
+  const [firstRoot, secondRoot] = hashRanges([[0, q.first], [0, second]], nodes)
   return {
     firstSize: q.first,
     secondSize: second,
-    firstRootHash: hex(roots[0]),
-    secondRootHash: hex(roots[1]),
-    proof: path.map(hex),
-    treeHead: signTreeHead(ctx.config, chain, second, roots[1])
+    firstRootHash: hex(firstRoot),
+    secondRootHash: hex(secondRoot),
+    proof: hashRanges(ranges, nodes).map(hex),
+    treeHead: signTreeHead(ctx.config, chain, second, secondRoot)
   }
 }

@@ -81,6 +81,20 @@ describe('audit Merkle tree on the real database', () => {
     }
   })
 
+  it('reads a proof in one statement: the event (or the head) and the nodes, keys computed in SQL', async () => {
+    const statements: string[] = []
+    const count = (q: { sql: string }) => statements.push(q.sql)
+    db.on('query', count)
+    try {
+      await audit.inclusionProof(ctx, rows[40].id)
+      await audit.inclusionProof(ctx, rows[40].id, { treeSize: 50 })
+      await audit.consistencyProof(ctx, { first: 23, second: 61 })
+    } finally {
+      db.removeListener('query', count)
+    }
+    assert.equal(statements.length, 3, statements.join('\n'))
+  })
+
   it('holds exactly the tree that the backfill (audit_tree_rebuild) builds from the events', async () => {
     const incremental = await treeRows(db, tenant)
     assert.equal(await audit.rebuildTree(db, tenant), N)

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict'
 import { createHash, generateKeyPairSync } from 'node:crypto'
 import { loadConfig } from '../../lib/config.js'
 import { signTreeHead } from '../../lib/audit/signing.js'
-import { appendLeaves, consistencyRanges, foldRight, frontierKeys, hashRanges, inclusionRanges, keysOf, leafHash, nodeHash, type StoredNode } from '../../lib/audit/merkle.js'
+import { appendLeaves, consistencyRanges, foldRight, frontierKeys, hashRanges, inclusionRanges, keysOf, leafHash, nodeHash, inclusionNodeKeys, consistencyNodeKeys, type NodeKey, type StoredNode } from '../../lib/audit/merkle.js'
 import { mth, verifyConsistency, verifyInclusion, verifyTreeHead } from '../support/rfc9162.js'
 
 const chainHash = (i: number) => createHash('sha256').update(`event ${i}`).digest('hex')
@@ -74,6 +74,21 @@ describe('lib/audit/merkle (RFC 9162 tree)', () => {
         assert.equal(verifyConsistency(m, n, nodeHash(first, first), second, proof), false, 'a wrong old root fails')
       }
     }
+  })
+
+  it('plans exactly the nodes a proof and its roots are made of from the leaf index and sizes alone (the one-statement lookup)', () => {
+    const sorted = (keys: NodeKey[]) => keys.map(k => `${k.level}:${k.idx}`).sort()
+    for (let n = 1; n <= 300; n++) {
+      for (let m = 0; m < n; m++) {
+        assert.deepEqual(sorted(inclusionNodeKeys(m, n)), sorted(keysOf([...inclusionRanges(m, n), [0, n]])), `leaf ${m} of ${n}`)
+      }
+      for (let f = 1; f <= n; f++) {
+        const ranges = f === n ? [] : consistencyRanges(f, n)
+        assert.deepEqual(sorted(consistencyNodeKeys(f, n)), sorted(keysOf([...ranges, [0, f], [0, n]])), `${f} -> ${n}`)
+      }
+    }
+    const big = 1_000_000
+    assert.deepEqual(sorted(inclusionNodeKeys(123_456, big)), sorted(keysOf([...inclusionRanges(123_456, big), [0, big]])))
   })
 })
 
