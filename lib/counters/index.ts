@@ -67,3 +67,8 @@ export async function fold (db: Db, opts: { minRows?: number, maxGroups?: number
   }
   return folded
 }
+
+/** VACUUM counter_deltas: folds delete rows, and sums read every deleted one until it is gone. */
+export function vacuum (db: Db): Promise<void> {
+  return sql.vacuum(db)
+}

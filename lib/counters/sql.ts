@@ -86,3 +86,12 @@ export async function tryFoldLock (tx: Queryable, tenantId: string): Promise<boo
   const r = await tx.raw("SELECT pg_try_advisory_xact_lock(hashtext('counters.fold')) AND pg_try_advisory_xact_lock(hashtext(?), hashtext('counters.fold')) AS ok", [tenantId])
   return r.rows[0].ok === true
 }
+
+/**
+ * Removes the rows folds deleted (outside any transaction). Until then each stays in the index,
+ * and a sum skips it cheaply only once a scan has marked it dead, which no scan does while any
+ * transaction of the cluster is older than the fold; VACUUM uses this database's own horizon.
+ */
+export async function vacuum (db: Queryable): Promise<void> {
+  await db.raw('VACUUM (SKIP_LOCKED) counter_deltas')
+}
