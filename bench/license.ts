@@ -16,9 +16,9 @@ import { benchContext, benchTenant, compare, row, throughput } from './support.j
 // the development edition (no public key: no check at all), measured in the same run.
 export async function benchLicense (db: Db, databaseUrl: string, rounds: number, print: (line: string) => void): Promise<void> {
   const feed = await startSettingsFeed(db, databaseUrl, createLogger('bench', 'error'))
-  // What the worker does in production (worker/main.ts, every 5 s): fold counter deltas, so a quota's
-  // total stays a sum over a few rows. Without a worker the rows of a tenant only grow.
-  const fold = setInterval(() => { counters.fold(db).catch(() => {}) }, 5000)
+  // What the worker does in production (worker/start.ts, every 5 s): fold counter deltas and vacuum
+  // them, so a quota's total stays a sum over a few rows. Without a worker the rows of a tenant only grow.
+  const fold = setInterval(() => { counters.fold(db).then(() => counters.vacuum(db)).catch(() => {}) }, 5000)
   const sequencer = new Sequencer(db, err => { throw err })
   const { publicKey, privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048, publicKeyEncoding: { type: 'spki', format: 'pem' }, privateKeyEncoding: { type: 'pkcs8', format: 'pem' } })
   const env = { LICENSE_PUBLIC_KEY: publicKey, LICENSE_STORAGE_SECRET: 'bench-storage-secret-0123456789abcdef' }

@@ -62,10 +62,11 @@ export async function startWorker (rt: Runtime, config: Readonly<Config>, log: L
   }
   const poll = setInterval(() => { void check() }, 1000)
   const unsubscribe = settings.onChange(rt.db, kind => { if (kind === 'objects') void check() })
-  // Fold counter deltas (lib/counters) so that totals stay index-only sums over a few rows. Two
-  // workers folding at once is harmless: each deletes only rows it sees, and sums never move.
+  // Fold counter deltas (lib/counters) so that totals stay index-only sums over a few rows, then
+  // vacuum away the rows folds deleted (writes fold licensed counters too). Two workers folding at
+  // once is harmless: each deletes only rows it sees, and sums never move.
   const fold = setInterval(() => {
-    counters.fold(rt.db).catch(err => log.error({ err }, 'counter fold failed'))
+    counters.fold(rt.db).then(() => counters.vacuum(rt.db)).catch(err => log.error({ err }, 'counter fold failed'))
   }, 5000)
   return () => {
     clearInterval(poll)

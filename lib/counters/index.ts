@@ -54,7 +54,8 @@ export function totalsByBucket (db: Queryable, tenantId: string, counter: string
 
 /**
  * Folds groups of more than `minRows` rows (of all tenants, or one); run by the worker. Each
- * tenant is folded in a transaction of its own; a second folder finds the lock taken and skips.
+ * tenant is folded in a transaction of its own; a second folder (or a write folding the tenant's
+ * quota counter, lib/license) finds the lock taken and skips.
  */
 export async function fold (db: Db, opts: { minRows?: number, maxGroups?: number, tenantId?: string } = {}): Promise<number> {
   const minRows = opts.minRows ?? 16
@@ -62,7 +63,12 @@ export async function fold (db: Db, opts: { minRows?: number, maxGroups?: number
   const tenants = opts.tenantId === undefined ? await sql.tenantsToFold(db, minRows, maxGroups) : [opts.tenantId]
   let folded = 0
   for (const tenantId of tenants) {
-    folded += await db.transaction(async tx => await sql.tryFoldLock(tx) ? sql.foldTenant(tx, tenantId, minRows, maxGroups) : 0)
+    folded += await db.transaction(async tx => await sql.tryFoldLock(tx, tenantId) ? sql.foldTenant(tx, tenantId, minRows, maxGroups) : 0)
   }
   return folded
+}
+
+/** VACUUM counter_deltas: folds delete rows, and sums read every deleted one until it is gone. */
+export function vacuum (db: Db): Promise<void> {
+  return sql.vacuum(db)
 }

@@ -76,10 +76,22 @@ export async function foldTenant (tx: Queryable, tenantId: string, minRows: numb
 }
 
 /**
- * One folder at a time: a transaction-scoped advisory lock taken by a statement of its own (on
- * a tenant-sharded cluster it is taken on the coordinator, where every process connects).
+ * One folder at a time, and one folder of the tenant's rows at a time: transaction-scoped advisory
+ * locks taken by a statement of their own (on a tenant-sharded cluster they are taken on the
+ * coordinator, where every process connects). The tenant's lock is also the one the license
+ * check takes before it folds a counter inside a write (migration 202611250100): holding it, a
+ * folder's DELETE never meets another folder's row locks, so two folds never wait for each other.
  */
-export async function tryFoldLock (tx: Queryable): Promise<boolean> {
-  const r = await tx.raw("SELECT pg_try_advisory_xact_lock(hashtext('counters.fold')) AS ok")
+export async function tryFoldLock (tx: Queryable, tenantId: string): Promise<boolean> {
+  const r = await tx.raw("SELECT pg_try_advisory_xact_lock(hashtext('counters.fold')) AND pg_try_advisory_xact_lock(hashtext(?), hashtext('counters.fold')) AS ok", [tenantId])
   return r.rows[0].ok === true
+}
+
+/**
+ * Removes the rows folds deleted (outside any transaction). Until then each stays in the index,
+ * and a sum skips it cheaply only once a scan has marked it dead, which no scan does while any
+ * transaction of the cluster is older than the fold; VACUUM uses this database's own horizon.
+ */
+export async function vacuum (db: Queryable): Promise<void> {
+  await db.raw('VACUUM (SKIP_LOCKED) counter_deltas')
 }

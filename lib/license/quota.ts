@@ -45,8 +45,9 @@ function refuse (ctx: ServiceContext, limitCode: string, limit: number, current:
 
 /**
  * The shared path inside a one-statement write (lib/pipeline StatementCheck): the function of
- * migration 202611240600 with the write's own units of `counter`. Far from the limit it passes;
- * near it, it raises and the write runs as a transaction through `checkQuota` (the exact path).
+ * migration 202611240600 with the write's own units of `counter`. Far from the limit it passes
+ * (and folds the counter when its rows pile up, migration 202611250100); near it, it raises and
+ * the write runs as a transaction through `checkQuota` (the exact path).
  */
 export function quotaStatementCheck (tenantId: string, limitCode: string, limit: number): StatementCheck {
   const def = LIMITS[limitCode]

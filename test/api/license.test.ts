@@ -3,7 +3,7 @@ import assert from 'node:assert/strict'
 import jwt from 'jsonwebtoken'
 import { flushAudit, newTenant, publishedType, startServer, type Client, type TestServer } from '../support/harness.js'
 import { inDays, newIssuer, type Issuer } from '../support/license.js'
-import { monthBucket } from '../../lib/counters/index.js'
+import * as counters from '../../lib/counters/index.js'
 
 const SECRET = 'storage-secret-for-tests-0123456789abcdef'
 
@@ -185,6 +185,25 @@ describe('licenses with LICENSE_PUBLIC_KEY and LICENSE_STORAGE_SECRET', () => {
     assert.equal(live.rows[0].n, 5)
   })
 
+  it('creates far from the limit fold their counter as they go: totals exact, rows bounded, beside the worker\'s fold', async () => {
+    const { tenant, owner } = await licensed({ limits: { object_count: 2_000_000 } })
+    const typeId = await publishedType(owner)
+    const objectRows = async () => (await a.db.raw("SELECT count(*)::int AS n FROM counter_deltas WHERE tenant_id = ? AND counter = 'objects'", [tenant])).rows[0].n
+    const create = (n: number) => Promise.all(Array.from({ length: n }, () => owner.post('/v1/objects', { typeId, attributes: {} })))
+    const first = await create(80)
+    assert.ok(first.every(r => r.status === 201))
+    // license_quota_shared folds once more than 32 rows lie beyond one per bucket: what is left is
+    // at most that, the folded row, and the rows of writes in flight during the last fold.
+    assert.ok(await objectRows() <= 33 + 16, `${await objectRows()} rows`)
+    assert.equal((await owner.get('/v1/license')).body.usage.object_count, 80)
+    // The worker's fold and the writes' folds take the same tenant lock and never wait for each other.
+    const [second] = await Promise.all([create(60), counters.fold(a.db, { tenantId: tenant, minRows: 1 }), counters.fold(a.db, { tenantId: tenant, minRows: 1 })])
+    assert.ok(second.every(r => r.status === 201))
+    assert.equal((await owner.get('/v1/license')).body.usage.object_count, 140)
+    const live = await a.db.raw('SELECT count(*)::int AS n FROM objects WHERE tenant_id = ?', [tenant])
+    assert.equal(live.rows[0].n, 140)
+  })
+
   it('a batch that would cross object_count is refused whole, writing nothing', async () => {
     const { tenant, owner } = await licensed({ limits: { object_count: 3 } })
     const typeId = await publishedType(owner)
@@ -229,7 +248,7 @@ describe('licenses with LICENSE_PUBLIC_KEY and LICENSE_STORAGE_SECRET', () => {
   it('query_count counts query runs per UTC month: last month\'s runs do not count', async () => {
     const { tenant, owner } = await licensed({ limits: { query_count: 2 } })
     const last = new Date(); last.setUTCDate(1); last.setUTCMonth(last.getUTCMonth() - 1)
-    await a.db.raw('INSERT INTO counter_deltas (tenant_id, counter, bucket, delta) VALUES (?, ?, ?, 50)', [tenant, 'queries', monthBucket(last)])
+    await a.db.raw('INSERT INTO counter_deltas (tenant_id, counter, bucket, delta) VALUES (?, ?, ?, 50)', [tenant, 'queries', counters.monthBucket(last)])
     assert.equal((await owner.post('/v1/queries/objects/run', { filters: [] })).status, 200)
     assert.equal((await owner.post('/v1/queries/objects/run', { filters: [] })).status, 200)
     const third = await owner.post('/v1/queries/objects/run', { filters: [] })
