@@ -41,6 +41,15 @@ describe('tiles.prerender', () => {
     await layers.prerenderOnObjectEvents(s.db, jobs)({ tenant_id: tenant, type: 'layer.updated', payload: { layer: { id: a.id } } })
     await layers.prerenderOnObjectEvents(s.db, jobs)({ tenant_id: tenant, type: 'relation.created', payload: {} })
     assert.deepEqual(sent.map(x => x.key), [`${tenant}:${a.id}`])
+    // A claim's events at once: one job per layer, however many of its events touch it.
+    sent.length = 0
+    const consumer = layers.prerenderOnObjectEvents(s.db, jobs)
+    await s.db.transaction(tx => consumer.batch([
+      { tenant_id: tenant, type: 'object.created', payload: { object: { typeId: t1 } } },
+      { tenant_id: tenant, type: 'object.updated', payload: { object: { typeId: t1 } } },
+      { tenant_id: tenant, type: 'layer.updated', payload: { layer: { id: a.id } } }
+    ], tx))
+    assert.deepEqual(sent.map(x => x.key).sort(), [`${tenant}:${a.id}`, `${tenant}:${any.id}`].sort())
   })
 
   it('reads and sends on the outbox claim\'s transaction when given one (embedded mode has one connection)', async () => {
