@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process'
+import { spawn, type ChildProcess } from 'node:child_process'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
@@ -61,17 +61,28 @@ export async function benchEmbedded (ctx: { baseUrl: string, tokenFor: (tenant: 
   const port = await freePort()
   const env: Record<string, string> = {}
   for (const [k, v] of Object.entries(process.env)) if (v !== undefined && k !== 'DATABASE_URL' && k !== 'AUTH_JWT_SECRET') env[k] = v
-  const proc = spawn(process.execPath, ['--import', 'tsx', 'server/main.ts'], { env: { ...env, DATA_DIR: dataDir, PORT: String(port), LOG_LEVEL: 'error', RATE_LIMIT_LIMIT: '100000000' }, stdio: ['ignore', 'ignore', 'inherit'] })
   const baseUrl = `http://127.0.0.1:${port}`
-  try {
+  const spawnService = () => spawn(process.execPath, ['--import', 'tsx', 'server/main.ts'], { env: { ...env, DATA_DIR: dataDir, PORT: String(port), LOG_LEVEL: 'error', RATE_LIMIT_LIMIT: '100000000' }, stdio: ['ignore', 'ignore', 'inherit'] })
+  /** Seconds until /v1/health/ready answers 200. */
+  const ready = async (p: ChildProcess): Promise<number> => {
     const t0 = Date.now()
     for (;;) {
-      if (proc.exitCode !== null) throw new Error(`embedded service exited ${proc.exitCode}`)
-      if (await fetch(`${baseUrl}/v1/health/ready`).then(r => r.status === 200, () => false)) break
+      if (p.exitCode !== null) throw new Error(`embedded service exited ${p.exitCode}`)
+      if (await fetch(`${baseUrl}/v1/health/ready`).then(r => r.status === 200, () => false)) return (Date.now() - t0) / 1000
       if (Date.now() - t0 > 900_000) throw new Error('embedded service not ready in 15 minutes')
-      await new Promise(resolve => setTimeout(resolve, 500))
+      await new Promise(resolve => setTimeout(resolve, 250))
     }
-    const firstStart = (Date.now() - t0) / 1000
+  }
+  const stop = async (p: ChildProcess) => {
+    if (p.exitCode === null) {
+      const exited = new Promise(resolve => p.once('exit', resolve))
+      p.kill('SIGTERM')
+      await exited
+    }
+  }
+  let proc = spawnService()
+  try {
+    const firstStart = await ready(proc)
     const secret = fs.readFileSync(path.join(dataDir, 'jwt-secret'), 'utf8').trim()
     const tenant = benchTenant('embedded')
     const emb = await prepare(baseUrl, jwt.sign({ sub: 'bench', tenant, roles: ['owner'] }, secret, { algorithm: 'HS256' }), proc.pid ?? 0)
@@ -96,11 +107,13 @@ export async function benchEmbedded (ctx: { baseUrl: string, tokenFor: (tenant: 
       }
     }
     lines.push(row('API process RSS at idle (embedded vs postgres)', idle, 'MB'))
+    await stop(proc)
+    proc = spawnService()
+    lines.push(`embedded mode's later start (the same data folder): ${(await ready(proc)).toFixed(0)} s`)
     lines.push(`load at the end ${os.loadavg().map(l => l.toFixed(1)).join(' ')}`)
     return lines
   } finally {
-    proc.kill('SIGTERM')
-    await new Promise(resolve => proc.once('exit', resolve))
+    await stop(proc)
     fs.rmSync(dataDir, { recursive: true, force: true })
   }
 }
