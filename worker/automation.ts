@@ -37,9 +37,13 @@ function scheduler (boss: PgBoss): automation.Scheduler {
 export async function startAutomation (rt: Runtime, config: Readonly<Config>, log: Logger, jobs: JobSender): Promise<() => void> {
   const deps: automation.EngineDeps = { db: rt.db, config, log, jobs, sequencer: rt.sequencer }
   outboxConsumers.push(automation.eventConsumer(jobs))
-  const runWorker = await rt.boss.work<AutomationRunPayload>(AUTOMATION_RUN.name, RUN_WORK_OPTIONS,
+  // Embedded mode (no DATABASE_URL): every fetch loop polls on the one connection the API's
+  // requests use, so one run loop (woken at once by dispatches) and two delivery loops polling
+  // once a second, instead of 2 + 8 loops polling twice a second.
+  const embedded = config.databaseUrl === null
+  const runWorker = await rt.boss.work<AutomationRunPayload>(AUTOMATION_RUN.name, embedded ? { ...RUN_WORK_OPTIONS, localConcurrency: 1 } : RUN_WORK_OPTIONS,
     batch => handleAutomationRun(deps, batch))
-  await rt.boss.work<WebhookDeliverPayload>(WEBHOOK_DELIVER.name, { pollingIntervalSeconds: 0.5, batchSize: 1, localConcurrency: 8 },
+  await rt.boss.work<WebhookDeliverPayload>(WEBHOOK_DELIVER.name, embedded ? { pollingIntervalSeconds: 1, batchSize: 1, localConcurrency: 2 } : { pollingIntervalSeconds: 0.5, batchSize: 1, localConcurrency: 8 },
     batch => handleWebhookDeliver(deps, batch))
   await rt.boss.work<AutomationTickPayload>(AUTOMATION_TICK.name, { pollingIntervalSeconds: 1, batchSize: 1, includeMetadata: true },
     batch => handleAutomationTick(deps, batch as Array<JobWithMetadata<AutomationTickPayload>>))

@@ -64,10 +64,9 @@ export async function listLayers (db: Queryable, tenantId: string, limit: number
   return { rows: rows.rows, total: count.rows[0].n }
 }
 
-/** Layers whose selection may hold objects of `typeId`: those of that type and those of any type. */
-/** The layers of a tenant that may select objects of any of these types (their typeId, or none). */
+/** Layers whose selection may hold objects of any of `typeIds`: those of these types and those of any type. */
 export async function layersForTypes (db: Queryable, tenantId: string, typeIds: string[]): Promise<Array<{ id: string }>> {
   const res = await db.raw(`SELECT id FROM layers WHERE tenant_id = ?
-    AND (definition #>> '{filters,typeId}' IS NULL OR definition #>> '{filters,typeId}' = ANY(?))`, [tenantId, typeIds])
+    AND (definition #>> '{filters,typeId}' IS NULL OR definition #>> '{filters,typeId}' = ANY(?::text[]))`, [tenantId, typeIds])
   return res.rows
 }

@@ -1,5 +1,5 @@
 import pg from 'pg'
-import type { Db, Statement } from '../db.js'
+import { engineOf, type Db, type Statement } from '../db.js'
 import type { Logger } from '../log.js'
 import * as sql from './sql.js'
 
@@ -191,6 +191,8 @@ function drop (s: CacheState<unknown>, tenantId: string): void {
  * durable. Failures are logged: the caches' `maxAgeMs` bounds what a lost announcement costs.
  */
 export function announce (db: Db, kind: SettingsKind, tenantId: string, log?: Logger): void {
+  // Embedded mode: the data folder is locked to this process, whose feed is the only listener.
+  if (engineOf(db).kind === 'pglite') { emit(feedOf(db), kind, tenantId); return }
   let a = announcers.get(db)
   if (a === undefined) announcers.set(db, a = { pending: new Set(), busy: false })
   a.pending.add(`${kind}:${tenantId}`)

@@ -41,13 +41,34 @@ describe('tiles.prerender', () => {
     await layers.prerenderOnObjectEvents(s.db, jobs)({ tenant_id: tenant, type: 'layer.updated', payload: { layer: { id: a.id } } })
     await layers.prerenderOnObjectEvents(s.db, jobs)({ tenant_id: tenant, type: 'relation.created', payload: {} })
     assert.deepEqual(sent.map(x => x.key), [`${tenant}:${a.id}`])
+    // A claim's events at once: one job per layer, however many of its events touch it.
     sent.length = 0
-    // A claim of many events: one send per distinct layer, whatever the number of events.
-    const event = (type: string, payload: object) => ({ tenant_id: tenant, type, payload })
-    await layers.prerenderOnObjectEvents(s.db, jobs).batch([
-      event('object.created', { object: { typeId: t1 } }), event('object.updated', { object: { typeId: t1 } }),
-      event('object.deleted', { object: { typeId: t2 } }), event('layer.updated', { layer: { id: a.id } })
-    ])
-    assert.deepEqual(sent.map(x => x.key).sort(), [a.id, any.id, (await owner.get('/v1/layers/definitions/b')).body.id].map(id => `${tenant}:${id}`).sort())
+    const consumer = layers.prerenderOnObjectEvents(s.db, jobs)
+    await s.db.transaction(tx => consumer.batch([
+      { tenant_id: tenant, type: 'object.created', payload: { object: { typeId: t1 } } },
+      { tenant_id: tenant, type: 'object.updated', payload: { object: { typeId: t1 } } },
+      { tenant_id: tenant, type: 'layer.updated', payload: { layer: { id: a.id } } }
+    ], tx))
+    assert.deepEqual(sent.map(x => x.key).sort(), [`${tenant}:${a.id}`, `${tenant}:${any.id}`].sort())
+  })
+
+  it('reads and sends on the outbox claim\'s transaction when given one (embedded mode has one connection)', async () => {
+    const tenant = newTenant('lyrpre3')
+    const owner = s.as(tenant, ['owner'])
+    const t1 = await publishedType(owner)
+    const a = (await owner.post('/v1/layers/definitions', { name: 'A', slug: 'a', definition: { filters: { typeId: t1 } } })).body
+    const b = (await owner.post('/v1/layers/definitions', { name: 'B', slug: 'b', definition: { filters: { typeId: t1 } } })).body
+    const sent: Array<{ key?: string, db: unknown }> = []
+    const jobs: JobSender = { async send (_queue, _payload, opts) { sent.push({ key: opts.singletonKey, db: opts.db }) } }
+    let claim: unknown = null
+    // B deleted in the claim's (rolled back) transaction: only a read through it misses B.
+    await assert.rejects(s.db.transaction(async tx => {
+      claim = tx
+      await tx('layers').where({ tenant_id: tenant, id: b.id }).del()
+      await layers.prerenderOnObjectEvents(s.db, jobs)({ tenant_id: tenant, type: 'object.created', payload: { object: { typeId: t1 } } }, tx)
+      throw new Error('roll back')
+    }), /roll back/)
+    assert.deepEqual(sent.map(x => x.key), [`${tenant}:${a.id}`])
+    assert.equal(sent[0].db, claim)
   })
 })
