@@ -53,6 +53,21 @@ export function instrumentDb (db: Db): Db {
   return db
 }
 
+// The label set of each statement text seen (the hot statements have fixed texts), bounded.
+const operations = new Map<string, { operation: string }>()
+function operationOf (sql: string): { operation: string } {
+  let labels = operations.get(sql)
+  if (labels === undefined) {
+    labels = { operation: (/^\s*(?:with\b[\s\S]*?\)\s*)?(\w+)/i.exec(sql)?.[1] ?? 'other').toLowerCase() }
+    // Long texts (batched inserts) vary with their size: not kept.
+    if (sql.length <= 2000) {
+      if (operations.size >= 2000) operations.clear()
+      operations.set(sql, labels)
+    }
+  }
+  return labels
+}
+
 /** database_query_duration_seconds, labelled by the statement's first keyword. */
 function instrument (db: Db): void {
   const started = new Map<string, bigint>()
@@ -65,8 +80,7 @@ function instrument (db: Db): void {
     const t0 = started.get(uid)
     started.delete(uid)
     if (t0 === undefined) return
-    const op = (/^\s*(?:with\b[\s\S]*?\)\s*)?(\w+)/i.exec(q.sql ?? '')?.[1] ?? 'other').toLowerCase()
-    dbQueryDuration.observe({ operation: op }, Number(process.hrtime.bigint() - t0) / 1e9)
+    dbQueryDuration.observe(operationOf(q.sql ?? ''), Number(process.hrtime.bigint() - t0) / 1e9)
   }
   db.on('query-response', (_res: unknown, q: { __knexQueryUid?: string, sql?: string }) => finish(null, q))
   db.on('query-error', (err: unknown, q: { __knexQueryUid?: string, sql?: string }) => finish(err, q))
