@@ -53,6 +53,21 @@ export function instrumentDb (db: Db): Db {
   return db
 }
 
+// The label set of each statement text seen (the hot statements have fixed texts), bounded.
+const operations = new Map<string, { operation: string }>()
+function operationOf (sql: string): { operation: string } {
+  let labels = operations.get(sql)
+  if (labels === undefined) {
+    labels = { operation: (/^\s*(?:with\b[\s\S]*?\)\s*)?(\w+)/i.exec(sql)?.[1] ?? 'other').toLowerCase() }
+    // Long texts (batched inserts) vary with their size: not kept.
+    if (sql.length <= 2000) {
+      if (operations.size >= 2000) operations.clear()
+      operations.set(sql, labels)
+    }
+  }
+  return labels
+}
+
 /** database_query_duration_seconds, labelled by the statement's first keyword. */
 function instrument (db: Db): void {
   const started = new Map<string, bigint>()
@@ -65,8 +80,7 @@ function instrument (db: Db): void {
     const t0 = started.get(uid)
     started.delete(uid)
     if (t0 === undefined) return
-    const op = (/^\s*(?:with\b[\s\S]*?\)\s*)?(\w+)/i.exec(q.sql ?? '')?.[1] ?? 'other').toLowerCase()
-    dbQueryDuration.observe({ operation: op }, Number(process.hrtime.bigint() - t0) / 1e9)
+    dbQueryDuration.observe(operationOf(q.sql ?? ''), Number(process.hrtime.bigint() - t0) / 1e9)
   }
   db.on('query-response', (_res: unknown, q: { __knexQueryUid?: string, sql?: string }) => finish(null, q))
   db.on('query-error', (err: unknown, q: { __knexQueryUid?: string, sql?: string }) => finish(err, q))
@@ -125,8 +139,44 @@ export type Bindings = Knex.RawBinding[]
  * instead of on every call (about 0.1 ms of database CPU per call on the hot paths). `name`
  * must belong to exactly one SQL text; use it only where the text never varies.
  */
-export function prepared (db: Queryable, name: string, sql: string, bindings: Bindings): Knex.Raw {
-  return db.raw(sql, bindings).options({ name })
+export function prepared (db: Queryable, name: string, sql: string, bindings: Bindings): PromiseLike<any> {
+  if (db.isTransaction === true || engineOf(db).kind !== 'postgres' || !bindings.every(plainValue)) return db.raw(sql, bindings).options({ name })
+  return onPool(db as Knex, name, sql, bindings)
+}
+
+// The pool's direct path for prepared statements (the hot reads: get by id, a cold tile): knex's
+// query builder, runner and formatter cost the API tens of microseconds of CPU per statement, and
+// a fixed text needs none of them. The statement runs on a connection of knex's own pool, and the
+// pool's 'query' / 'query-response' / 'query-error' events are emitted as knex emits them (the
+// metrics and the tests' statement counts read them). Transactions, PGlite and bindings that are
+// not plain values (a knex Raw inlines SQL) keep knex's path.
+const nativeTexts = new Map<string, string>()
+let directQueries = 0
+
+const plainValue = (v: unknown): boolean =>
+  v === null || (typeof v !== 'object' && typeof v !== 'function' && v !== undefined) || v instanceof Date || Buffer.isBuffer(v) || Array.isArray(v)
+
+async function onPool (db: Knex, name: string, sql: string, bindings: Bindings): Promise<any> {
+  let text = nativeTexts.get(name)
+  if (text === undefined) {
+    text = db.raw(sql, bindings).toSQL().toNative().sql
+    if (nativeTexts.size >= 1000) nativeTexts.clear()
+    nativeTexts.set(name, text)
+  }
+  const q = { method: 'raw', sql: text, bindings, options: { name }, __knexQueryUid: `direct-${++directQueries}` }
+  db.emit('query', q)
+  const client = db.client as { acquireConnection: () => Promise<pg.Client>, releaseConnection: (c: pg.Client) => Promise<void> }
+  const conn = await client.acquireConnection()
+  try {
+    const r = await conn.query({ name, text, values: bindings as unknown[] })
+    db.emit('query-response', r, q)
+    return r
+  } catch (err) {
+    db.emit('query-error', err, q)
+    throw err
+  } finally {
+    await client.releaseConnection(conn)
+  }
 }
 
 /** One SQL statement with its bindings, built by a module's sql.ts and run by someone else. */

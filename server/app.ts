@@ -29,6 +29,7 @@ import { registerGraphqlRoutes } from './graphql/index.js'
 import { registerLayerRoutes } from './routes/layers.js'
 import { registerOgcRoutes } from './routes/ogc.js'
 import { registerMapPage } from './map/index.js'
+import { groupedRoutes } from './http/route-groups.js'
 
 export interface AppDeps {
   config: Readonly<Config>
@@ -91,7 +92,7 @@ export function createApp (deps: AppDeps): Koa {
 
   app.use(observe(deps.log))
   app.use(errorBodies())
-  app.use(router.routes())
+  app.use(groupedRoutes(router))
   app.use(router.allowedMethods())
   app.on('error', () => { /* answered by errorBodies; logged there */ })
   return app

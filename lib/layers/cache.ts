@@ -18,7 +18,9 @@ export interface RenderCache {
 /** In-process store: at most `maxBytes` of renderings (least recently used go first). */
 export function memoryCache (maxBytes = 64 * 1024 * 1024): RenderCache {
   // +64 per entry: the key and bookkeeping; also keeps empty tiles (0 bytes) sized above zero.
-  const lru = new LRUCache<string, Buffer>({ maxSize: maxBytes, sizeCalculation: v => v.length + 64 })
+  // ttlResolution 0: read the clock on each TTL check rather than keep it for 1 ms behind a timer
+  // (under load that timer fires every millisecond).
+  const lru = new LRUCache<string, Buffer>({ maxSize: maxBytes, sizeCalculation: v => v.length + 64, ttlResolution: 0 })
   return {
     kind: 'memory',
     async get (key) { return lru.get(key) },
@@ -51,9 +53,20 @@ export function createRenderCache (redis: Redis | null): RenderCache {
  * depends on; the tenant leads the key so a tenant's entries can never be found by another.
  */
 export function renderKey (tenantId: string, parts: unknown[]): { key: string, etag: string } {
-  const digest = createHash('sha256').update(JSON.stringify([tenantId, ...parts])).digest('base64url')
-  return { key: `layers:${tenantId}:${digest}`, etag: `"${digest.slice(0, 32)}"` }
+  const text = JSON.stringify([tenantId, ...parts])
+  let k = recentKeys.get(text)
+  if (k === undefined) {
+    const digest = createHash('sha256').update(text).digest('base64url')
+    k = { key: `layers:${tenantId}:${digest}`, etag: `"${digest.slice(0, 32)}"` }
+    if (recentKeys.size >= 10_000) recentKeys.clear()
+    recentKeys.set(text, k)
+  }
+  return k
 }
+
+// The digests of recent key texts: a warm tile asks for the same key again and again. The text
+// is the whole input, so a hit is exactly the digest that would be computed.
+const recentKeys = new Map<string, { key: string, etag: string }>()
 
 /** If-None-Match (a list, `*`, weak or strong tags) against our ETag, by weak comparison (RFC 9110). */
 export function matchesIfNoneMatch (header: string | undefined, etag: string): boolean {

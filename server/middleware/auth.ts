@@ -55,15 +55,19 @@ export function requireIdentity (deps: AuthDeps): Middleware {
   }
 }
 
-/** `permissions`: the effective ones after the tenant policy (lib/policy permissionsFor). */
+/**
+ * `permissions`: the effective ones after the tenant policy (lib/policy permissionsFor). `log` is
+ * read from the request when first used (observe makes the child logger lazily).
+ */
 export function serviceContext (deps: AuthDeps, id: access.Identity, ctx: Context, permissions: access.Permissions): ServiceContext {
+  const state = ctx.state
   return {
     tenantId: id.tenant,
     actor: { sub: id.sub, roles: id.roles },
     scope: id.scope,
     permissions,
-    requestId: ctx.state.requestId,
-    log: ctx.state.log,
+    requestId: state.requestId,
+    get log () { return state.log },
     db: deps.db,
     config: deps.config,
     jobs: deps.jobs,

@@ -5,27 +5,56 @@ import { httpRequestDuration, httpRequestsTotal } from '../../lib/metrics.js'
 
 const SAFE_REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/
 
+type Labels = { method: string, route: string, status: string }
+
 /**
  * Request id, one log line per request, and the HTTP metrics. Runs outermost so it sees the
  * final status, including errors turned into bodies by the errors middleware.
+ *
+ * Every request pays for this, so it builds nothing it may not need: the request's child logger
+ * is made on first use (`ctx.state.log`), the log line only when its level is enabled, and one
+ * label object per (method, route, status) is kept for the metrics.
  */
 export function observe (log: Logger): Middleware {
+  const labelSets = new Map<string, Labels>()
+  const labelsOf = (method: string, route: string, status: number): Labels => {
+    const key = `${method} ${status} ${route}`
+    let l = labelSets.get(key)
+    if (l === undefined) {
+      l = { method, route, status: String(status) }
+      // Bounded: the route is a template (or 'unmatched'), the method and status are few.
+      if (labelSets.size >= 10_000) labelSets.clear()
+      labelSets.set(key, l)
+    }
+    return l
+  }
   return async (ctx, next) => {
-    const started = process.hrtime.bigint()
-    const sent = ctx.get('X-Request-Id')
-    const requestId = SAFE_REQUEST_ID.test(sent) ? sent : randomUUID()
+    const started = performance.now()
+    const sent = ctx.req.headers['x-request-id']
+    const requestId = typeof sent === 'string' && SAFE_REQUEST_ID.test(sent) ? sent : randomUUID()
     ctx.state.requestId = requestId
-    ctx.state.log = log.child({ requestId }, true)
+    lazyChildLog(ctx.state, log, requestId)
     ctx.set('X-Request-Id', requestId)
     try {
       await next()
     } finally {
-      const seconds = Number(process.hrtime.bigint() - started) / 1e9
-      const route = (ctx as unknown as { _matchedRoute?: string })._matchedRoute ?? 'unmatched'
-      const labels = { method: ctx.method, route: String(route), status: String(ctx.status) }
+      const seconds = (performance.now() - started) / 1000
+      const route = String((ctx as unknown as { _matchedRoute?: string })._matchedRoute ?? 'unmatched')
+      const labels = labelsOf(ctx.method, route, ctx.status)
       httpRequestsTotal.inc(labels)
       httpRequestDuration.observe(labels, seconds)
-      ctx.state.log.info({ method: ctx.method, route, path: ctx.path, status: ctx.status, ms: Math.round(seconds * 1e4) / 10 }, 'request')
+      if (log.info()) ctx.state.log.info({ method: ctx.method, route, path: ctx.path, status: ctx.status, ms: Math.round(seconds * 1e4) / 10 }, 'request')
     }
   }
+}
+
+/** `state.log`: the request's child logger (with its requestId), made when first read. */
+function lazyChildLog (state: Record<string, unknown>, log: Logger, requestId: string): void {
+  let child: Logger | undefined
+  Object.defineProperty(state, 'log', {
+    configurable: true,
+    enumerable: true,
+    get: () => (child ??= log.child({ requestId }, true)),
+    set: (v: Logger) => { child = v }
+  })
 }

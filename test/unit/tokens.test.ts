@@ -54,6 +54,23 @@ describe('verifyAccessToken', () => {
     failed(verifyAccessToken(AUTH, jwt.sign({ sub: 'u', tenant: 'acme' }, privateKey, { algorithm: 'RS256' })))
   })
 
+  it('keeps a verified token only until it expires: the same string is refused after its exp', async () => {
+    const exp = now() + 1
+    const t = sign({ sub: 'u-exp', tenant: 'acme', exp })
+    assert.equal(verifyAccessToken(AUTH, t).ok, true)
+    assert.equal(verifyAccessToken(AUTH, t).ok, true, 'the second check is answered from the cache')
+    await new Promise(resolve => setTimeout(resolve, exp * 1000 - Date.now() + 50))
+    const f = failed(verifyAccessToken(AUTH, t))
+    assert.match(f.reason, /expired/)
+    assert.equal(f.auditTenant, 'acme')
+  })
+
+  it('verifies a token again under another auth configuration (the cache is per configuration)', () => {
+    const t = sign({ sub: 'u', tenant: 'acme' })
+    assert.equal(verifyAccessToken(AUTH, t).ok, true)
+    failed(verifyAccessToken(auth({ AUTH_JWT_SECRET: 'another-secret-that-is-long-enough-yes' }), t))
+  })
+
   it('refuses an expired token, auditing to its tenant because the signature verified', () => {
     const f = failed(verifyAccessToken(AUTH, sign({ sub: 'u7', tenant: 'acme', exp: now() - 5 })))
     assert.equal(f.auditTenant, 'acme')
