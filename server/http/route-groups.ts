@@ -42,5 +42,7 @@ export function groupedRoutes (router: Router): Middleware {
     group.stack.push(layer)
   }
   const dispatch = new Map([...groups].map(([key, g]) => [key, g.routes() as unknown as Middleware]))
-  return (ctx, next) => (dispatch.get(prefixOf(ctx.path, false) ?? '') ?? all)(ctx, next)
+  const grouped: Middleware = (ctx, next) => (dispatch.get(prefixOf(ctx.path, false) ?? '') ?? all)(ctx, next)
+  // Like router.routes(): the middleware names its router (test/api/openapi lists routes by it).
+  return Object.assign(grouped, { router })
 }
