@@ -25,8 +25,10 @@ export async function startWorker (rt: Runtime, config: Readonly<Config>, log: L
   // A dispatch that queued automation runs wakes this process's run worker at once (event-to-run
   // latency), instead of leaving them to its next poll.
   let wakeRuns = () => {}
+  // When this process last queued an outbox dispatch that has not started yet (see `check`).
+  let queuedAt = -Infinity
   const dispatchWorker = await rt.boss.work<OutboxDispatchPayload>(OUTBOX_DISPATCH.name, { pollingIntervalSeconds: 1, batchSize: 1 },
-    jobs => handleOutboxDispatch(rt.db, log, jobs).then(() => wakeRuns()))
+    jobs => { queuedAt = -Infinity; return handleOutboxDispatch(rt.db, log, jobs).then(() => wakeRuns()) })
   const jobs = pgBossSender(rt.boss)
   wakeRuns = await startAutomation(rt, config, log, jobs)
   // Layers: object events queue a low-zoom prerender per affected layer, into Redis when set.
@@ -34,25 +36,25 @@ export async function startWorker (rt: Runtime, config: Readonly<Config>, log: L
   outboxConsumers.push(layers.prerenderOnObjectEvents(rt.db, jobs))
   await rt.boss.work<TilesPrerenderPayload>(TILES_PRERENDER.name, { pollingIntervalSeconds: 2, batchSize: 1 }, jobs => handleTilesPrerender({ db: rt.db, log, config, cache: tileCache }, jobs))
 
-  // Poll the pending-outbox index once a second and wake a dispatch (coalesced by singletonKey
-  // across all workers, one per one-second slot), so events are delivered within about a second
-  // of their commit. An object write's after-commit notice (lib/settings `announce`, kind
-  // `objects`, sent outside the write's transaction) checks at once: the first event of a slot is
-  // dispatched in milliseconds; when the slot's dispatch was already sent, one more check runs as
-  // the next slot opens.
+  // Poll the pending-outbox index once a second and queue a dispatch when events wait, so events
+  // are delivered within about a second of their commit. An object write's after-commit notice
+  // (lib/settings `announce`, kind `objects`, sent outside the write's transaction) checks at
+  // once, so an event is usually dispatched milliseconds after its commit. Coalescing is local:
+  // while a dispatch this process queued has not started yet (up to a second), no other is
+  // queued, since it will claim whatever is pending when it starts; a running dispatch drains
+  // until nothing is pending, and what commits after that is announced again.
   let checking = false
   let again = false
-  let nextSlot: NodeJS.Timeout | null = null
   const check = async (): Promise<void> => {
     if (checking) { again = true; return }
     checking = true
     try {
       do {
         again = false
-        if (!await outbox.hasPending(rt.db)) continue
-        const sent = await rt.boss.send(OUTBOX_DISPATCH.name, {}, { singletonKey: 'outbox', singletonSeconds: 1 })
-        if (sent !== null) rt.boss.notifyWorker(dispatchWorker)
-        else if (nextSlot === null) nextSlot = setTimeout(() => { nextSlot = null; void check() }, 1020 - Date.now() % 1000)
+        if (performance.now() - queuedAt < 1000 || !await outbox.hasPending(rt.db)) continue
+        queuedAt = performance.now()
+        await rt.boss.send(OUTBOX_DISPATCH.name, {}, {})
+        rt.boss.notifyWorker(dispatchWorker)
       } while (again)
     } catch (err) {
       log.error({ err }, 'outbox poll failed')
@@ -71,7 +73,6 @@ export async function startWorker (rt: Runtime, config: Readonly<Config>, log: L
   return () => {
     clearInterval(poll)
     clearInterval(fold)
-    if (nextSlot !== null) clearTimeout(nextSlot)
     unsubscribe()
   }
 }
