@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto'
 import pg from 'pg'
 import type { Db } from '../lib/db.js'
 import { AREA, seedCity, type City } from './city.js'
-import { compare, http, throughput } from './support.js'
+import { compare, http, throughput, workerChores } from './support.js'
 
 // The core paths over HTTP against the physical limit: the best raw SQL for the same answer
 // (the same rows written; the response JSON assembled by PostgreSQL, returned as text), through
@@ -143,6 +143,7 @@ export async function benchCore (env: CoreBenchEnv, say: (line: string) => void)
     say(`  ${path}: raw ${r.baseline.toFixed(0)}/s, ours ${r.candidate.toFixed(0)}/s, ratio ${r.ratio.toFixed(2)}`)
   }
   const rawBody = async (text: string, params: unknown[]) => JSON.parse((await pool.query(text, params)).rows[0].body)
+  const stopChores = workerChores(env.db)
   try {
     // Create: the raw side writes into a second tenant of its own so both start equal.
     const rawTenant = `${city.tenantId}-raw`
@@ -199,6 +200,7 @@ export async function benchCore (env: CoreBenchEnv, say: (line: string) => void)
 
     if (process.env.BENCH_MILLION !== '0') await benchMillion(env, pool, city, box, figures, measure, say)
   } finally {
+    stopChores()
     await pool.end()
   }
   return { figures, city }

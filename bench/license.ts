@@ -7,18 +7,15 @@ import { Sequencer } from '../lib/audit/index.js'
 import * as objects from '../lib/objects/index.js'
 import * as objectTypes from '../lib/object-types/index.js'
 import * as license from '../lib/license/index.js'
-import * as counters from '../lib/counters/index.js'
 import { startSettingsFeed } from '../lib/settings/index.js'
-import { benchContext, benchTenant, compare, row, throughput } from './support.js'
+import { benchContext, benchTenant, compare, row, throughput, workerChores } from './support.js'
 
 // The cost of licensing on the write pipeline: object creates of a tenant whose installed license
 // sets limits (object_count far from reached, so the quota check takes its shared path) against
 // the development edition (no public key: no check at all), measured in the same run.
 export async function benchLicense (db: Db, databaseUrl: string, rounds: number, print: (line: string) => void): Promise<void> {
   const feed = await startSettingsFeed(db, databaseUrl, createLogger('bench', 'error'))
-  // What the worker does in production (worker/start.ts, every 5 s): fold counter deltas and vacuum
-  // them, so a quota's total stays a sum over a few rows. Without a worker the rows of a tenant only grow.
-  const fold = setInterval(() => { counters.fold(db).then(() => counters.vacuum(db)).catch(() => {}) }, 5000)
+  const stopChores = workerChores(db)
   const sequencer = new Sequencer(db, err => { throw err })
   const { publicKey, privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048, publicKeyEncoding: { type: 'spki', format: 'pem' }, privateKeyEncoding: { type: 'pkcs8', format: 'pem' } })
   const env = { LICENSE_PUBLIC_KEY: publicKey, LICENSE_STORAGE_SECRET: 'bench-storage-secret-0123456789abcdef' }
@@ -41,7 +38,7 @@ export async function benchLicense (db: Db, databaseUrl: string, rounds: number,
       print(row(`pipeline create, license+limits vs dev, c${c}`, await compare(rounds, licensed(c, n), development(c, n))))
     }
   } finally {
-    clearInterval(fold)
+    stopChores()
     await sequencer.stop()
     await feed.stop()
   }

@@ -6,6 +6,7 @@ import type { AuditKicker, ServiceContext } from '../lib/context.js'
 import { loadConfig } from '../lib/config.js'
 import { createLogger } from '../lib/log.js'
 import { computePermissions } from '../lib/access/index.js'
+import * as counters from '../lib/counters/index.js'
 
 /** Runs `total` calls of `op` with `concurrency` in flight; returns operations per second. */
 export async function throughput (total: number, concurrency: number, op: (i: number) => Promise<void>): Promise<number> {
@@ -102,4 +103,15 @@ export async function waitReady (base: string): Promise<void> {
     await new Promise(r => setTimeout(r, 100))
   }
   throw new Error(`API at ${base} did not become ready within 90 s`)
+}
+
+/**
+ * What the worker does in production every 5 s (worker/start.ts): fold counter deltas and vacuum
+ * them, so a total (a list's, a quota's) stays a sum over a few rows. The bench runs no worker
+ * process where one would consume the section's own jobs; without this a tenant's rows only grow.
+ * Returns the stop function.
+ */
+export function workerChores (db: Db): () => void {
+  const timer = setInterval(() => { counters.fold(db).then(() => counters.vacuum(db)).catch(() => {}) }, 5000)
+  return () => clearInterval(timer)
 }

@@ -50,7 +50,7 @@ async function sequenceBatch (tx: Tx, tenantId: string): Promise<number> {
  * the writes of that window are sequenced by one transaction (one commit instead of one per
  * write); at most one run per tenant is in flight, and a kick that arrives during a run causes
  * exactly one more run after it (the run in flight may have read the pending rows before the
- * new event committed). CONTRACT allows one second from answer to sequenced; the sweep is the
+ * new event committed), after its own window. CONTRACT allows one second from answer to sequenced; the sweep is the
  * backstop for kicks lost with a process.
  */
 export class Sequencer {
@@ -68,8 +68,10 @@ export class Sequencer {
     }
     const run = (async () => {
       try {
-        if (this.batchMs > 0) await new Promise(resolve => setTimeout(resolve, this.batchMs))
         do {
+          // Every run, the first and each one a kick asked for meanwhile, waits for the window
+          // first: under steady writes, runs come once per window, not back to back.
+          if (this.batchMs > 0) await new Promise(resolve => setTimeout(resolve, this.batchMs))
           this.again.delete(tenantId)
           await sequencePending(this.db, tenantId)
         } while (this.again.has(tenantId))

@@ -184,29 +184,37 @@ function drop (s: CacheState<unknown>, tenantId: string): void {
 /**
  * Announces a change that was committed WITHOUT `changedStatement` in its transaction (object
  * writes: a NOTIFY there would serialise every committing write of the database on the notify
- * queue lock, see lib/outbox). Sent right after the commit from the pool, coalesced: while one
- * announcement is in flight, the tenants changed meanwhile wait and go together in the next, one
- * statement however many writes. Its transaction commits asynchronously (synchronous_commit off
- * for it alone): a notification needs no durability, and the writer's own commit is already
- * durable. Failures are logged: the caches' `maxAgeMs` bounds what a lost announcement costs.
+ * queue lock, see lib/outbox). Sent just after the commit from the pool, coalesced: an
+ * announcement after a quiet spell goes at once, and while writes keep coming they go together
+ * at most once per ANNOUNCE_INTERVAL_MS (the tenants changed meanwhile in one statement however
+ * many writes). So a lone write reaches other processes within milliseconds, and a busy writer
+ * costs the database one small transaction per interval instead of one per write. Its transaction
+ * commits asynchronously (synchronous_commit off for it alone): a notification needs no
+ * durability, and the writer's own commit is already durable. Failures are logged: the caches'
+ * `maxAgeMs` bounds what a lost announcement costs.
  */
 export function announce (db: Db, kind: SettingsKind, tenantId: string, log?: Logger): void {
   // Embedded mode: the data folder is locked to this process, whose feed is the only listener.
   if (engineOf(db).kind === 'pglite') { emit(feedOf(db), kind, tenantId); return }
   let a = announcers.get(db)
-  if (a === undefined) announcers.set(db, a = { pending: new Set(), busy: false })
+  if (a === undefined) announcers.set(db, a = { pending: new Set(), busy: false, lastAt: 0 })
   a.pending.add(`${kind}:${tenantId}`)
   if (!a.busy) void flush(db, a, log)
 }
 
-interface Announcer { pending: Set<string>, busy: boolean }
+export const ANNOUNCE_INTERVAL_MS = 20
+
+interface Announcer { pending: Set<string>, busy: boolean, lastAt: number }
 const announcers = new WeakMap<Db, Announcer>()
 
 async function flush (db: Db, a: Announcer, log?: Logger): Promise<void> {
   a.busy = true
   while (a.pending.size > 0) {
+    const wait = a.lastAt + ANNOUNCE_INTERVAL_MS - Date.now()
+    if (wait > 0) await new Promise(resolve => setTimeout(resolve, wait))
     const payloads = [...a.pending]
     a.pending.clear()
+    a.lastAt = Date.now()
     try {
       await sql.announce(db, payloads)
     } catch (err) {

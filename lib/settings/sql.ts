@@ -1,5 +1,5 @@
 import type pg from 'pg'
-import type { Db, Statement } from '../db.js'
+import { prepared, type Db, type Statement } from '../db.js'
 
 /** The channel every process LISTENs on for settings changes. */
 export const CHANNEL = 'tenant_settings'
@@ -19,5 +19,5 @@ export async function listen (c: pg.Client): Promise<void> {
  * wait for the WAL flush, since a lost announcement only leaves other caches to their age limit.
  */
 export async function announce (db: Db, payloads: string[]): Promise<void> {
-  await db.raw("SELECT set_config('synchronous_commit', 'off', true), pg_notify(?, p) FROM unnest(?::text[]) p", [CHANNEL, payloads])
+  await prepared(db, 'settings.announce', "SELECT set_config('synchronous_commit', 'off', true), pg_notify(?, p) FROM unnest(?::text[]) p", [CHANNEL, payloads])
 }
