@@ -111,7 +111,20 @@ export async function renderTile (db: Queryable, s: Scope, fields: FieldSelectio
         ${mvtAttributesSql(fields)} AS attrs
       FROM ${source(s)} o, box WHERE o.geom && box.g AND ${s.where}
     ) t WHERE t.geom IS NOT NULL`
-  return preparedBytes(db, `layers.tile.${createHash('sha1').update(f.text).digest('base64url')}`, f.text, f.params)
+  return preparedBytes(db, statementName(f.text), f.text, f.params)
+}
+
+// Statement names by text: a text is one of a few shapes per layer, and a cold tile should not
+// hash it again on every request.
+const statementNames = new Map<string, string>()
+function statementName (text: string): string {
+  let name = statementNames.get(text)
+  if (name === undefined) {
+    name = `layers.tile.${createHash('sha1').update(text).digest('base64url')}`
+    if (statementNames.size >= 1000) statementNames.clear()
+    statementNames.set(text, name)
+  }
+  return name
 }
 
 /**
