@@ -34,6 +34,7 @@ class BytesQuery {
   private stream: PgConnection['stream'] | null = null
   private rest: Buffer | null = null
   private fill: { buf: Buffer, at: number } | null = null
+  private skip = 0 // bytes of a DataRow of another shape still to discard
   private value: Buffer | null = null
   private error: Error | null = null
   private done = false
@@ -88,6 +89,12 @@ class BytesQuery {
       passFrom = -1
     }
     while (off < chunk.length) {
+      if (this.skip > 0) {
+        const n = Math.min(this.skip, chunk.length - off)
+        this.skip -= n
+        off += n
+        continue
+      }
       if (this.fill !== null) {
         const f = this.fill
         const n = Math.min(f.buf.length - f.at, chunk.length - off)
@@ -103,6 +110,12 @@ class BytesQuery {
         pass(off)
         // DataRow: code, length, one column (int16 1), its length (-1: NULL), its bytes.
         if (chunk.length - off < 11) break
+        if (chunk.readInt16BE(off + 5) !== 1) {
+          // Not the one column this query is for: the row is skipped, the query fails.
+          this.error ??= new Error(`${this.name}: expected one column`)
+          this.skip = 1 + chunk.readUInt32BE(off + 1)
+          continue
+        }
         const len = chunk.readInt32BE(off + 7)
         off += 11
         if (len <= 0) this.value = Buffer.alloc(0)

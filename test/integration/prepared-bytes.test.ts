@@ -39,6 +39,8 @@ describe('lib/db preparedBytes (binary bytea)', () => {
     // A statement that fails to parse is not recorded as prepared: the next call parses again.
     await assert.rejects(preparedBytes(db, 'test.bytes.bad', 'SELECT nope(?) AS b', [1]), /does not exist/)
     await assert.rejects(preparedBytes(db, 'test.bytes.bad', 'SELECT nope(?) AS b', [1]), /does not exist/)
+    // A statement of another shape (two columns) fails, and the connection reads on correctly.
+    await assert.rejects(preparedBytes(db, 'test.bytes.two', 'SELECT ?::bytea AS a, 2 AS b', ['\\x01']), /expected one column/)
     assert.equal((await db.raw('SELECT 41 + ?::int AS n', [1])).rows[0].n, 42)
     // Inside a transaction the text path runs, with the same answer.
     await db.transaction(async tx => {
