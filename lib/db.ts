@@ -2,6 +2,7 @@ import knexFactory, { type Knex } from 'knex'
 import pg from 'pg'
 import { AppError } from './errors.js'
 import { dbQueryDuration } from './metrics.js'
+import { queryBytes } from './pg-bytes.js'
 
 export type Db = Knex
 export type Tx = Knex.Transaction
@@ -156,7 +157,21 @@ let directQueries = 0
 const plainValue = (v: unknown): boolean =>
   v === null || (typeof v !== 'object' && typeof v !== 'function' && v !== undefined) || v instanceof Date || Buffer.isBuffer(v) || Array.isArray(v)
 
-async function onPool (db: Knex, name: string, sql: string, bindings: Bindings): Promise<any> {
+/**
+ * The same for a statement whose one row has one bytea column (a vector tile): resolves to its
+ * bytes, read in binary (lib/pg-bytes: no hex text, no string of the tile's size on the heap).
+ * Empty when there is no row or the value is NULL.
+ */
+export async function preparedBytes (db: Queryable, name: string, sql: string, bindings: Bindings): Promise<Buffer> {
+  if (db.isTransaction === true || engineOf(db).kind !== 'postgres' || !bindings.every(plainValue)) {
+    const r = await db.raw(sql, bindings).options({ name })
+    const v = r.rows[0] === undefined ? null : Object.values(r.rows[0])[0]
+    return Buffer.isBuffer(v) ? v : Buffer.alloc(0)
+  }
+  return onPool(db as Knex, name, sql, bindings, true)
+}
+
+async function onPool (db: Knex, name: string, sql: string, bindings: Bindings, bytes = false): Promise<any> {
   let text = nativeTexts.get(name)
   if (text === undefined) {
     text = db.raw(sql, bindings).toSQL().toNative().sql
@@ -168,6 +183,11 @@ async function onPool (db: Knex, name: string, sql: string, bindings: Bindings):
   const client = db.client as { acquireConnection: () => Promise<pg.Client>, releaseConnection: (c: pg.Client) => Promise<void> }
   const conn = await client.acquireConnection()
   try {
+    if (bytes) {
+      const value = await queryBytes(conn, name, text, bindings as unknown[])
+      db.emit('query-response', { command: 'SELECT', rowCount: 1, rows: [] }, q)
+      return value
+    }
     const r = await conn.query({ name, text, values: bindings as unknown[] })
     db.emit('query-response', r, q)
     return r

@@ -1,3 +1,4 @@
+import type { IncomingMessage, ServerResponse } from 'node:http'
 import Koa from 'koa'
 import '../lib/modules.js'
 import Router from '@koa/router'
@@ -6,7 +7,7 @@ import type { Config } from '../lib/config.js'
 import type { Db } from '../lib/db.js'
 import type { Logger } from '../lib/log.js'
 import type { AuditKicker, JobSender } from '../lib/context.js'
-import { observe } from './middleware/observe.js'
+import { observe, requestRecorder } from './middleware/observe.js'
 import { errorBodies } from './middleware/errors.js'
 import { jsonBody } from './middleware/body.js'
 import { createLimiter, rateLimit } from './middleware/rate-limit.js'
@@ -30,6 +31,9 @@ import { registerLayerRoutes } from './routes/layers.js'
 import { registerOgcRoutes } from './routes/ogc.js'
 import { registerMapPage } from './map/index.js'
 import { groupedRoutes } from './http/route-groups.js'
+import { withTileHits } from './http/tile-hits.js'
+import * as layers from '../lib/layers/index.js'
+import type { RenderCache } from '../lib/layers/index.js'
 
 export interface AppDeps {
   config: Readonly<Config>
@@ -38,6 +42,8 @@ export interface AppDeps {
   sequencer: AuditKicker | null
   jobs: JobSender | null
   redis: Redis | null
+  /** Rendered exports (lib/layers); createApp makes one when not given. */
+  renderCache?: RenderCache
 }
 
 export type RouteRegistrar = (router: Router, guards: RouteGuards, deps: AppDeps) => void
@@ -61,7 +67,8 @@ export const ROUTE_MODULES: RouteRegistrar[] = [
 ]
 
 /** Builds the Koa app without listening (tests drive app.callback()). */
-export function createApp (deps: AppDeps): Koa {
+export function createApp (appDeps: AppDeps): Koa {
+  const deps = { ...appDeps, renderCache: appDeps.renderCache ?? layers.createRenderCache(appDeps.redis) }
   const app = new Koa({ proxy: false })
   const router = new Router()
   const limiter = createLimiter({ ...deps.config.rateLimit, redis: deps.redis })
@@ -90,10 +97,16 @@ export function createApp (deps: AppDeps): Koa {
   registerMapPage(router, guards)
   watchQueues(deps.db)
 
-  app.use(observe(deps.log))
+  const recorder = requestRecorder(deps.log)
+  app.use(observe(deps.log, recorder))
   app.use(errorBodies())
   app.use(groupedRoutes(router))
   app.use(router.allowedMethods())
   app.on('error', () => { /* answered by errorBodies; logged there */ })
+  // Tile requests first try the HTTP edge's fast path (server/http/tile-hits.ts); app.listen and
+  // the tests' app.callback() both get the wrapped handler.
+  const koaCallback = app.callback.bind(app)
+  const tileHits = { config: deps.config, auth: authDeps, log: deps.log, limiter, cache: deps.renderCache, recorder }
+  app.callback = (() => withTileHits(tileHits, koaCallback() as (req: IncomingMessage, res: ServerResponse) => void)) as unknown as typeof app.callback
   return app
 }

@@ -15,7 +15,34 @@ type Labels = { method: string, route: string, status: string }
  * is made on first use (`ctx.state.log`), the log line only when its level is enabled, and one
  * label object per (method, route, status) is kept for the metrics.
  */
-export function observe (log: Logger): Middleware {
+export function observe (log: Logger, recorder = requestRecorder(log)): Middleware {
+  return async (ctx, next) => {
+    const started = performance.now()
+    const requestId = requestIdOf(ctx.req.headers['x-request-id'])
+    ctx.state.requestId = requestId
+    lazyChildLog(ctx.state, log, requestId)
+    ctx.set('X-Request-Id', requestId)
+    try {
+      await next()
+    } finally {
+      const route = String((ctx as unknown as { _matchedRoute?: string })._matchedRoute ?? 'unmatched')
+      recorder.finish(ctx.state, ctx.method, route, ctx.path, ctx.status, started)
+    }
+  }
+}
+
+/** The client's X-Request-Id when it is safe to echo, else a new one. */
+export function requestIdOf (sent: string | string[] | undefined): string {
+  return typeof sent === 'string' && SAFE_REQUEST_ID.test(sent) ? sent : randomUUID()
+}
+
+export interface RequestRecorder {
+  /** The HTTP metrics and the request's log line, once it is answered. */
+  finish (state: Record<string, unknown>, method: string, route: string, path: string, status: number, started: number): void
+}
+
+/** What observe records per request; shared with the HTTP edge's fast path (server/http/tile-hits.ts). */
+export function requestRecorder (log: Logger): RequestRecorder {
   const labelSets = new Map<string, Labels>()
   const labelsOf = (method: string, route: string, status: number): Labels => {
     const key = `${method} ${status} ${route}`
@@ -28,28 +55,19 @@ export function observe (log: Logger): Middleware {
     }
     return l
   }
-  return async (ctx, next) => {
-    const started = performance.now()
-    const sent = ctx.req.headers['x-request-id']
-    const requestId = typeof sent === 'string' && SAFE_REQUEST_ID.test(sent) ? sent : randomUUID()
-    ctx.state.requestId = requestId
-    lazyChildLog(ctx.state, log, requestId)
-    ctx.set('X-Request-Id', requestId)
-    try {
-      await next()
-    } finally {
+  return {
+    finish (state, method, route, path, status, started) {
       const seconds = (performance.now() - started) / 1000
-      const route = String((ctx as unknown as { _matchedRoute?: string })._matchedRoute ?? 'unmatched')
-      const labels = labelsOf(ctx.method, route, ctx.status)
+      const labels = labelsOf(method, route, status)
       httpRequestsTotal.inc(labels)
       httpRequestDuration.observe(labels, seconds)
-      if (log.info()) ctx.state.log.info({ method: ctx.method, route, path: ctx.path, status: ctx.status, ms: Math.round(seconds * 1e4) / 10 }, 'request')
+      if (log.info()) (state.log as Logger).info({ method, route, path, status, ms: Math.round(seconds * 1e4) / 10 }, 'request')
     }
   }
 }
 
 /** `state.log`: the request's child logger (with its requestId), made when first read. */
-function lazyChildLog (state: Record<string, unknown>, log: Logger, requestId: string): void {
+export function lazyChildLog (state: Record<string, unknown>, log: Logger, requestId: string): void {
   let child: Logger | undefined
   Object.defineProperty(state, 'log', {
     configurable: true,

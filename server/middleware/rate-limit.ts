@@ -25,19 +25,43 @@ export function createLimiter (opts: RateLimitOptions): RateLimiterAbstract {
 
 function rateKey (ctx: Context): string {
   const id = ctx.state.identity as { tenant: string, sub: string } | undefined
-  return id ? `t:${id.tenant}:${id.sub}` : `ip:${ctx.ip}`
+  return id ? identityKey(id) : `ip:${ctx.ip}`
+}
+
+export const identityKey = (id: { tenant: string, sub: string }): string => `t:${id.tenant}:${id.sub}`
+
+/** RateLimit-Limit, -Remaining and -Reset for a decision. */
+export function limitHeaders (limit: number, res: RateLimiterRes): Record<string, string> {
+  return {
+    'RateLimit-Limit': String(limit),
+    'RateLimit-Remaining': String(Math.max(0, res.remainingPoints)),
+    'RateLimit-Reset': String(Math.ceil(res.msBeforeNext / 1000))
+  }
 }
 
 function setHeaders (ctx: Context, limit: number, res: RateLimiterRes): void {
-  ctx.set('RateLimit-Limit', String(limit))
-  ctx.set('RateLimit-Remaining', String(Math.max(0, res.remainingPoints)))
-  ctx.set('RateLimit-Reset', String(Math.ceil(res.msBeforeNext / 1000)))
+  ctx.set(limitHeaders(limit, res))
+}
+
+/**
+ * Set on a request by the HTTP edge's fast path (server/http/tile-hits.ts) when it already
+ * consumed the request's point and then handed the request to Koa: the decision is reused, the
+ * request is not counted twice.
+ */
+export const LIMIT_DECIDED = Symbol('rate limit decided')
+type Decided = { ok: true, res: RateLimiterRes } | { ok: false, res: unknown }
+
+/** The limiter's decision for `key`, as the fast path keeps it for rateLimit(). */
+export async function decide (limiter: RateLimiterAbstract, key: string): Promise<Decided> {
+  try { return { ok: true, res: await limiter.consume(key) } } catch (res) { return { ok: false, res } }
 }
 
 export function rateLimit (limiter: RateLimiterAbstract, limit: number): Middleware {
   return async (ctx, next) => {
     try {
-      setHeaders(ctx, limit, await limiter.consume(rateKey(ctx)))
+      const decided = (ctx.req as { [LIMIT_DECIDED]?: Decided })[LIMIT_DECIDED]
+      if (decided !== undefined && !decided.ok) throw decided.res
+      setHeaders(ctx, limit, decided !== undefined ? decided.res : await limiter.consume(rateKey(ctx)))
     } catch (res) {
       if (!(res instanceof RateLimiterRes)) throw res
       setHeaders(ctx, limit, res)

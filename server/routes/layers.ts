@@ -31,7 +31,7 @@ export const originOf = (ctx: Context): string => `${ctx.protocol}://${ctx.host}
 export const ifNoneMatch = (ctx: Context): string | undefined => ctx.get('If-None-Match') || undefined
 
 export const registerLayerRoutes: RouteRegistrar = (router, guards, deps) => {
-  const cache = layers.createRenderCache(deps.redis)
+  const cache = deps.renderCache ?? layers.createRenderCache(deps.redis)
 
   defineRoute(router, guards, {
     method: 'post', path: '/v1/layers/definitions', operationId: 'createLayer', tag: 'layers', auth: 'bearer',

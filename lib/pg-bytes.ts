@@ -1,0 +1,181 @@
+import type pg from 'pg'
+import pgUtils from 'pg/lib/utils.js'
+
+// A named prepared statement whose one row has one bytea column, read as raw bytes (a rendered
+// vector tile). pg reads every value as text: a bytea then arrives hex-encoded (twice its size),
+// is decoded as a UTF-8 string (a tile of 150 KB is a 300 KB string, one of 2 MB a 4 MB one, on
+// the V8 heap, where strings of that size trigger full collections of the whole API heap), and
+// is parsed back from hex; the protocol parser first gathers the whole message in one growing
+// buffer. Asked with the binary result format, PostgreSQL sends the bytes as they are, and this
+// query copies them from the socket's chunks into one buffer of their size. Everything else of
+// the exchange (ParseComplete, errors, CommandComplete, ReadyForQuery) passes to pg's own
+// parser, so the client's state (prepared statements, transaction status, the query queue) is
+// kept by pg as for any query. The statement is planned once per connection like any named one
+// (pg's parsedStatements); no Describe is sent, no RowDescription parsed.
+
+const D = 0x44 // DataRow
+const Z = 0x5a // ReadyForQuery
+
+type DataListener = (chunk: Buffer) => void
+interface PgConnection {
+  stream: NodeJS.ReadableStream & { cork?: () => void, uncork?: () => void }
+  parsedStatements: Record<string, string>
+  submittedNamedStatements: Record<string, string>
+  parse (q: { name: string, text: string, types?: unknown[] }): void
+  bind (c: { statement: string, values: unknown[], binary: boolean, valueMapper: (v: unknown) => unknown }): void
+  execute (c: { portal: string, rows: number }): void
+  sync (): void
+  sendCopyFail (msg: string): void
+}
+
+class BytesQuery {
+  callback?: (err: Error | null, value?: Buffer) => void
+  private pgData: DataListener | null = null
+  private stream: PgConnection['stream'] | null = null
+  private rest: Buffer | null = null
+  private fill: { buf: Buffer, at: number } | null = null
+  private skip = 0 // bytes of a DataRow of another shape still to discard
+  private value: Buffer | null = null
+  private error: Error | null = null
+  private done = false
+
+  // `name` and `text`: pg's client records them in parsedStatements on ParseComplete.
+  constructor (readonly name: string, readonly text: string, private readonly values: unknown[]) {}
+
+  submit (connection: PgConnection): Error | null {
+    const previous = connection.parsedStatements[this.name] ?? connection.submittedNamedStatements[this.name]
+    if (previous !== undefined && previous !== this.text) return new Error(`prepared statement ${this.name} was used for a different statement`)
+    this.attach(connection.stream)
+    connection.stream.cork?.()
+    try {
+      if (previous === undefined) {
+        connection.parse({ name: this.name, text: this.text })
+        connection.submittedNamedStatements[this.name] = this.text
+      }
+      connection.bind({ statement: this.name, values: this.values, binary: true, valueMapper: pgUtils.prepareValue })
+      connection.execute({ portal: '', rows: 0 })
+      connection.sync()
+    } finally {
+      connection.stream.uncork?.()
+    }
+    return null
+  }
+
+  /** Takes the socket's data from pg's protocol parser (pg-copy-streams does the same for COPY). */
+  private attach (stream: PgConnection['stream']): void {
+    const listeners = stream.listeners('data') as DataListener[]
+    if (listeners.length !== 1) throw new Error('pg connection: expected one data listener')
+    this.pgData = listeners[0]
+    this.stream = stream
+    stream.removeListener('data', this.pgData)
+    stream.on('data', this.onData)
+  }
+
+  private detach (): void {
+    if (this.stream === null || this.pgData === null) return
+    this.stream.removeListener('data', this.onData)
+    this.stream.on('data', this.pgData)
+    this.stream = null
+  }
+
+  /** DataRow messages are read here; every other message is handed to pg's parser, whole or not. */
+  private readonly onData = (input: Buffer): void => {
+    let chunk = input
+    if (this.rest !== null) { chunk = Buffer.concat([this.rest, input]); this.rest = null }
+    let off = 0
+    let passFrom = -1 // start of a run of messages for pg's parser
+    const pass = (end: number): void => {
+      if (passFrom >= 0 && end > passFrom) this.pgData!(chunk.subarray(passFrom, end))
+      passFrom = -1
+    }
+    while (off < chunk.length) {
+      if (this.skip > 0) {
+        const n = Math.min(this.skip, chunk.length - off)
+        this.skip -= n
+        off += n
+        continue
+      }
+      if (this.fill !== null) {
+        const f = this.fill
+        const n = Math.min(f.buf.length - f.at, chunk.length - off)
+        chunk.copy(f.buf, f.at, off, off + n)
+        f.at += n
+        off += n
+        if (f.at === f.buf.length) { this.value = f.buf; this.fill = null }
+        continue
+      }
+      if (chunk.length - off < 5) break
+      const code = chunk[off]
+      if (code === D) {
+        pass(off)
+        // DataRow: code, length, one column (int16 1), its length (-1: NULL), its bytes.
+        if (chunk.length - off < 11) break
+        if (chunk.readInt16BE(off + 5) !== 1) {
+          // Not the one column this query is for: the row is skipped, the query fails.
+          this.error ??= new Error(`${this.name}: expected one column`)
+          this.skip = 1 + chunk.readUInt32BE(off + 1)
+          continue
+        }
+        const len = chunk.readInt32BE(off + 7)
+        off += 11
+        if (len <= 0) this.value = Buffer.alloc(0)
+        else this.fill = { buf: Buffer.allocUnsafe(len), at: 0 }
+        continue
+      }
+      if (passFrom < 0) passFrom = off
+      if (code === Z) {
+        // The end of this exchange: pg's parser takes it (and anything after) and the queue goes on.
+        this.detach()
+        pass(chunk.length)
+        return
+      }
+      const end = off + 1 + chunk.readUInt32BE(off + 1)
+      if (end > chunk.length) break
+      off = end
+    }
+    if (passFrom >= 0) {
+      // Whole messages go to pg now; a message cut by the chunk's end waits for the next chunk.
+      pass(off)
+    }
+    if (off < chunk.length) this.rest = chunk.subarray(off)
+  }
+
+  handleError (err: Error): void {
+    // A failed statement: its ReadyForQuery follows and detaches (until then this query keeps
+    // reading, so a message cut by a chunk's end is not lost); a broken connection: none will.
+    if (this.error === null) this.error = err
+    this.finish()
+  }
+
+  handleReadyForQuery (): void {
+    this.detach()
+    this.finish()
+  }
+
+  private finish (): void {
+    if (this.done) return
+    this.done = true
+    if (this.error !== null) this.callback?.(this.error)
+    else this.callback?.(null, this.value ?? Buffer.alloc(0))
+  }
+
+  handleCommandComplete (): void {}
+  handleEmptyQuery (): void {}
+  handleRowDescription (): void {}
+  handleDataRow (): void {}
+  handlePortalSuspended (): void {}
+  handleCopyData (): void {}
+  handleCopyInResponse (connection: PgConnection): void { connection.sendCopyFail('no COPY here') }
+}
+
+/**
+ * Runs the named prepared statement `text` (numbered parameters) on `client` and resolves to the
+ * bytes of its first column in its first row (empty when there is no row or the value is NULL).
+ */
+export function queryBytes (client: pg.Client, name: string, text: string, values: unknown[]): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const q = new BytesQuery(name, text, values)
+    q.callback = (err, value) => { if (err !== null) reject(err); else resolve(value!) }
+    client.query(q as unknown as pg.QueryConfig)
+  })
+}
