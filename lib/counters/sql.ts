@@ -54,10 +54,14 @@ export async function tenantsToFold (db: Queryable, minRows: number, limit: numb
  * row. Only committed rows are seen and deleted, and the folded row is inserted in the same
  * statement, so every snapshot sees either the old rows or their sum: totals never move. Returns
  * the groups folded. One statement on one tenant: a router query on a tenant-sharded cluster.
+ * The groups are MATERIALIZED: inlined, a plan made on stale statistics (a table never analyzed
+ * estimates the tenant's rows at a few hundred) could join them as the inner side of a nested
+ * loop and aggregate the tenant's rows again for each of its rows (tens of thousands: minutes at
+ * full CPU, seen in the bench).
  */
 export async function foldTenant (tx: Queryable, tenantId: string, minRows: number, maxGroups: number): Promise<number> {
   const r = await tx.raw(`
-    WITH g AS (
+    WITH g AS MATERIALIZED (
       SELECT counter, bucket FROM counter_deltas WHERE tenant_id = ?
       GROUP BY 1, 2 HAVING count(*) > ? LIMIT ?
     ),
