@@ -1,9 +1,11 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { once } from 'node:events'
+import { readFile } from 'node:fs/promises'
 import { PgBoss } from 'pg-boss'
 import type { Db } from '../lib/db.js'
 import { benchTenant, compare, row, throughput } from './support.js'
 import { RUN_WORK_OPTIONS } from '../worker/automation.js'
+import { createQueues } from '../jobs/enqueue.js'
 
 // Automation end to end (issue 13, item 9): runs per second from ingress 202 to the effect
 // committed, with one and with two worker processes, against pg-boss's own send -> work rate in
@@ -85,7 +87,7 @@ async function endToEnd (env: AutomationBenchEnv, f: Fixture): Promise<number> {
  * runs/s accepted), then `n` workers drain them (runs/s from the first run started to the last
  * finished, by the database's clock).
  */
-async function split (env: AutomationBenchEnv, f: Fixture, n: number): Promise<{ ingress: number, drain: number }> {
+async function split (env: AutomationBenchEnv, f: Fixture, n: number): Promise<{ ingress: number, drain: number, cpu: { worker: number, database: number } | null }> {
   const mark = new Date()
   const t0 = process.hrtime.bigint()
   await throughput(RUNS, CLIENTS, async i => {
@@ -93,14 +95,44 @@ async function split (env: AutomationBenchEnv, f: Fixture, n: number): Promise<{
   })
   const ingress = RUNS / (Number(process.hrtime.bigint() - t0) / 1e9)
   const workers = await startWorkers(env.env, n)
+  let cpu: { worker: number, database: number } | null = null
   try {
+    const before = await cpuTimes(env.db, workers)
     const done = async () => (await env.db.raw('SELECT count(*)::int AS n FROM automation_runs WHERE tenant_id = ? AND rule_id = ? AND queued_at >= ? AND finished_at IS NOT NULL', [f.tenant, f.ruleId, mark])).rows[0].n
     while (await done() < RUNS) await new Promise(r => setTimeout(r, 20))
+    const after = await cpuTimes(env.db, workers)
+    if (before !== null && after !== null) {
+      let database = 0
+      for (const [pid, t] of after.backends) database += t - (before.backends.get(pid) ?? 0)
+      cpu = { worker: (after.workers - before.workers) / RUNS, database: database / RUNS }
+    }
   } finally {
     await stopWorkers(workers)
   }
   const r = await env.db.raw('SELECT extract(epoch FROM max(finished_at) - min(started_at))::float8 AS s FROM automation_runs WHERE tenant_id = ? AND rule_id = ? AND queued_at >= ?', [f.tenant, f.ruleId, mark])
-  return { ingress, drain: RUNS / r.rows[0].s }
+  return { ingress, drain: RUNS / r.rows[0].s, cpu }
+}
+
+/**
+ * CPU seconds so far of the worker processes and of every backend of the bench database (from
+ * /proc: the database must run on this machine, else null). Less sensitive to a busy machine than
+ * rates: CPU per run says what a run costs wherever its time goes.
+ */
+async function cpuTimes (db: Db, workers: ChildProcess[]): Promise<{ workers: number, backends: Map<number, number> } | null> {
+  const ticks = 100 // USER_HZ
+  const of = async (pid: number): Promise<number | null> => {
+    try {
+      const fields = (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1].split(' ')
+      return (Number(fields[11]) + Number(fields[12])) / ticks
+    } catch { return null }
+  }
+  const pids = (await db.raw('SELECT pid FROM pg_stat_activity WHERE datname = current_database()')).rows.map((x: { pid: number }) => x.pid)
+  const backends = new Map<number, number>()
+  for (const pid of pids) { const t = await of(pid); if (t !== null) backends.set(pid, t) }
+  if (backends.size === 0) return null
+  let total = 0
+  for (const w of workers) total += (await of(w.pid!)) ?? 0
+  return { workers: total, backends }
 }
 
 /** pg-boss alone: RUNS sends from CLIENTS senders, worked by `workers` in-process workers. */
@@ -196,14 +228,20 @@ export async function benchAutomation (env: AutomationBenchEnv, print: (line: st
   boss.on('error', () => {})
   await boss.start()
   await boss.createQueue(BASELINE_QUEUE, { retryLimit: 0 })
+  // The ingress sends to the application's queues, which a fresh database has only once a worker started.
+  await createQueues(boss)
   const f = await fixture(env)
   await settle(env.db)
   try {
-    if (process.env.BENCH_AUTOMATION_SPLIT === '1') {
-      for (const n of [1, 2]) {
+    // BENCH_AUTOMATION_SPLIT=1 adds the split figures; =only prints nothing else (BENCH_AUTOMATION_WORKERS=1,2 by default).
+    const splitMode = process.env.BENCH_AUTOMATION_SPLIT
+    if (splitMode === '1' || splitMode === 'only') {
+      for (const n of (process.env.BENCH_AUTOMATION_WORKERS ?? '1,2').split(',').map(Number)) {
         const x = await split(env, f, n)
-        print(`automation split, ${n} worker(s): ingress ${x.ingress.toFixed(0)} runs/s accepted, workers drain ${x.drain.toFixed(0)} runs/s`)
+        const cpu = x.cpu === null ? '' : `; CPU per run: workers ${(x.cpu.worker * 1000).toFixed(1)} ms, database ${(x.cpu.database * 1000).toFixed(1)} ms`
+        print(`automation split, ${n} worker(s): ingress ${x.ingress.toFixed(0)} runs/s accepted, workers drain ${x.drain.toFixed(0)} runs/s${cpu}`)
       }
+      if (splitMode === 'only') return
     }
     for (const n of [1, 2]) {
       const workers = await startWorkers(env.env, n)
