@@ -19,6 +19,8 @@ export interface AutomationBenchEnv {
   /** Environment of the worker processes. */
   env: Record<string, string | undefined>
   rounds: number
+  /** The API process (CPU per ingress call in the split figures). */
+  apiPid?: number
 }
 
 const RUNS = Number(process.env.BENCH_AUTOMATION_RUNS ?? 400)
@@ -87,20 +89,28 @@ async function endToEnd (env: AutomationBenchEnv, f: Fixture): Promise<number> {
  * runs/s accepted), then `n` workers drain them (runs/s from the first run started to the last
  * finished, by the database's clock).
  */
-async function split (env: AutomationBenchEnv, f: Fixture, n: number): Promise<{ ingress: number, drain: number, cpu: { worker: number, database: number } | null }> {
+async function split (env: AutomationBenchEnv, f: Fixture, n: number): Promise<{ ingress: number, drain: number, cpu: { worker: number, database: number } | null, ingressCpu: { api: number, database: number } | null }> {
   const mark = new Date()
   const t0 = process.hrtime.bigint()
+  const apiBefore = env.apiPid === undefined ? null : await cpuTimes(env.db, [env.apiPid])
   await throughput(RUNS, CLIENTS, async i => {
     await post(env, '/v1/automation/triggers/bench', f.webhookToken, { id: f.objectIds[i % f.objectIds.length], n: i })
   })
   const ingress = RUNS / (Number(process.hrtime.bigint() - t0) / 1e9)
+  const apiAfter = env.apiPid === undefined ? null : await cpuTimes(env.db, [env.apiPid])
+  let ingressCpu: { api: number, database: number } | null = null
+  if (apiBefore !== null && apiAfter !== null) {
+    let database = 0
+    for (const [pid, t] of apiAfter.backends) database += t - (apiBefore.backends.get(pid) ?? 0)
+    ingressCpu = { api: (apiAfter.workers - apiBefore.workers) / RUNS, database: database / RUNS }
+  }
   const workers = await startWorkers(env.env, n)
   let cpu: { worker: number, database: number } | null = null
   try {
-    const before = await cpuTimes(env.db, workers)
+    const before = await cpuTimes(env.db, workers.map(w => w.pid!))
     const done = async () => (await env.db.raw('SELECT count(*)::int AS n FROM automation_runs WHERE tenant_id = ? AND rule_id = ? AND queued_at >= ? AND finished_at IS NOT NULL', [f.tenant, f.ruleId, mark])).rows[0].n
     while (await done() < RUNS) await new Promise(r => setTimeout(r, 20))
-    const after = await cpuTimes(env.db, workers)
+    const after = await cpuTimes(env.db, workers.map(w => w.pid!))
     if (before !== null && after !== null) {
       let database = 0
       for (const [pid, t] of after.backends) database += t - (before.backends.get(pid) ?? 0)
@@ -110,7 +120,7 @@ async function split (env: AutomationBenchEnv, f: Fixture, n: number): Promise<{
     await stopWorkers(workers)
   }
   const r = await env.db.raw('SELECT extract(epoch FROM max(finished_at) - min(started_at))::float8 AS s FROM automation_runs WHERE tenant_id = ? AND rule_id = ? AND queued_at >= ?', [f.tenant, f.ruleId, mark])
-  return { ingress, drain: RUNS / r.rows[0].s, cpu }
+  return { ingress, drain: RUNS / r.rows[0].s, cpu, ingressCpu }
 }
 
 /**
@@ -118,7 +128,7 @@ async function split (env: AutomationBenchEnv, f: Fixture, n: number): Promise<{
  * /proc: the database must run on this machine, else null). Less sensitive to a busy machine than
  * rates: CPU per run says what a run costs wherever its time goes.
  */
-async function cpuTimes (db: Db, workers: ChildProcess[]): Promise<{ workers: number, backends: Map<number, number> } | null> {
+async function cpuTimes (db: Db, processes: number[]): Promise<{ workers: number, backends: Map<number, number> } | null> {
   const ticks = 100 // USER_HZ
   const of = async (pid: number): Promise<number | null> => {
     try {
@@ -131,7 +141,7 @@ async function cpuTimes (db: Db, workers: ChildProcess[]): Promise<{ workers: nu
   for (const pid of pids) { const t = await of(pid); if (t !== null) backends.set(pid, t) }
   if (backends.size === 0) return null
   let total = 0
-  for (const w of workers) total += (await of(w.pid!)) ?? 0
+  for (const pid of processes) total += (await of(pid)) ?? 0
   return { workers: total, backends }
 }
 
@@ -238,7 +248,9 @@ export async function benchAutomation (env: AutomationBenchEnv, print: (line: st
     if (splitMode === '1' || splitMode === 'only') {
       for (const n of (process.env.BENCH_AUTOMATION_WORKERS ?? '1,2').split(',').map(Number)) {
         const x = await split(env, f, n)
-        const cpu = x.cpu === null ? '' : `; CPU per run: workers ${(x.cpu.worker * 1000).toFixed(1)} ms, database ${(x.cpu.database * 1000).toFixed(1)} ms`
+        const ms = (v: number) => `${(v * 1000).toFixed(1)} ms`
+        const cpu = (x.ingressCpu === null ? '' : `; CPU per ingress call: API ${ms(x.ingressCpu.api)}, database ${ms(x.ingressCpu.database)}`) +
+          (x.cpu === null ? '' : `; CPU per run drained: workers ${ms(x.cpu.worker)}, database ${ms(x.cpu.database)}`)
         print(`automation split, ${n} worker(s): ingress ${x.ingress.toFixed(0)} runs/s accepted, workers drain ${x.drain.toFixed(0)} runs/s${cpu}`)
       }
       if (splitMode === 'only') return

@@ -103,10 +103,10 @@ describe('outbox delivery', () => {
     assert.equal(await failures(), counted + 4)
 
     // A flush (waiting: true) delivers it now, whatever its delay.
-    offered.length = 0
-    const flushing: outbox.OutboxConsumer = async e => { offered.push((e.payload as { i: number }).i) }
+    const flushed: number[] = []
+    const flushing: outbox.OutboxConsumer = async e => { flushed.push((e.payload as { i: number }).i) }
     assert.deepEqual(await outbox.claimAndDeliver(db, [flushing], 10, tenant, { waiting: true }), { delivered: 1, failed: 0, pending: 0 })
-    assert.deepEqual(offered, [0])
+    assert.deepEqual(flushed, [0])
   })
 
   it('delays follow 1, 2, 4 ... seconds up to the cap', () => {
