@@ -111,7 +111,7 @@ export interface NewRun {
 
 /** Inserts a queued run unless one exists for the same trigger key; returns its id and whether it is new. */
 export async function insertRun (tx: Tx, tenantId: string, run: NewRun): Promise<{ id: string, created: boolean }> {
-  const r = await tx.raw(`
+  const r = await prepared(tx, 'automation.insert-run', `
     WITH ins AS (
       INSERT INTO automation_runs (tenant_id, rule_id, rule_version, trigger, trigger_key, depth, input, replay_of)
       VALUES (?, ?, ?, ?::jsonb, ?, ?, ?::jsonb, ?)
@@ -259,7 +259,7 @@ export async function claimRun (tx: Tx, tenantId: string, id: string, withConten
 
 /** A live rule by id, for the ingress (which then checks the token and the slug). */
 export async function ruleForIngress (db: Queryable, tenantId: string, ruleId: string): Promise<(RuleRow & { live_content: RuleContent | null }) | null> {
-  const r = await db.raw(`
+  const r = await prepared(db, 'automation.rule-for-ingress', `
     SELECT r.*, v.definition AS live_content FROM automation_rules r
     LEFT JOIN automation_rule_versions v ON v.tenant_id = r.tenant_id AND v.rule_id = r.id AND v.version = r.live_version
     WHERE r.tenant_id = ? AND r.id = ? AND r.deleted_at IS NULL`, [tenantId, ruleId])
