@@ -186,6 +186,9 @@ async function eventLatency (env: AutomationBenchEnv, f: Fixture, samples: numbe
     }
     await new Promise(r => setTimeout(r, 100 + Math.random() * 400))
   }
+  // Off again: left live, it would add a dry run to every run of the phases after this one (each
+  // object.update effect emits object.updated), doubling what two workers are measured on.
+  await post(env, `/v1/automation/rules/${rule.id}/deactivate`, f.token, {})
   const r = await env.db.raw(`
     SELECT extract(epoch FROM r.started_at - e.created_at)::float8 AS s FROM automation_runs r
     JOIN outbox_events e ON e.tenant_id = r.tenant_id AND e.id = (r.trigger->>'eventId')::uuid
