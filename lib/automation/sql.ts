@@ -126,6 +126,27 @@ export async function insertRun (tx: Tx, tenantId: string, run: NewRun): Promise
 }
 
 /**
+ * A queued run with the given id, unless its rule has one for the trigger key: a statement
+ * returning the id when it inserted (the ingress folds its job's insert into it).
+ */
+export function insertRunStatement (tenantId: string, id: string, run: NewRun): { sql: string, bindings: Bindings, name: string } {
+  return {
+    name: 'automation.insert-run-with-id',
+    sql: `INSERT INTO automation_runs (tenant_id, id, rule_id, rule_version, trigger, trigger_key, depth, input, replay_of)
+      VALUES (?, ?, ?, ?, ?::jsonb, ?, ?, ?::jsonb, ?)
+      ON CONFLICT (tenant_id, rule_id, trigger_key) DO NOTHING
+      RETURNING id`,
+    bindings: [tenantId, id, run.rule_id, run.rule_version, JSON.stringify(run.trigger), run.trigger_key, run.depth, JSON.stringify(run.input ?? null), run.replay_of ?? null]
+  }
+}
+
+/** The run a rule has for a trigger key. */
+export async function runIdByKey (db: Queryable, tenantId: string, ruleId: string, key: string): Promise<string | null> {
+  const r = await db.raw('SELECT id FROM automation_runs WHERE tenant_id = ? AND rule_id = ? AND trigger_key = ?', [tenantId, ruleId, key])
+  return r.rows[0]?.id ?? null
+}
+
+/**
  * Inserts queued runs of one tenant in the given order, one statement; a run whose trigger key
  * its rule already has is left out. Returns the ids of the runs it created, in order.
  */
