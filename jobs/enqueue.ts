@@ -88,12 +88,25 @@ async function jobInsert (boss: PgBoss, queue: string, payload: object): Promise
   return captured
 }
 
+// On a Citus cluster pg-boss's tables stay on the coordinator while the guard's table is
+// distributed: one statement would mix them, so the guard and the send keep a transaction there.
+const citus = new WeakMap<object, Promise<boolean>>()
+function onCitus (db: Knex): Promise<boolean> {
+  let c = citus.get(db)
+  if (c === undefined) {
+    c = db.raw("SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') AS c").then(r => r.rows[0].c === true)
+    c.catch(() => citus.delete(db))
+    citus.set(db, c)
+  }
+  return c
+}
+
 /** A JobSender over pg-boss that sends inside the caller's knex transaction when given one. */
 export function pgBossSender (boss: PgBoss): JobSender {
   return {
     async sendGuarded (db, queue, payload, guard) {
-      if (db.isTransaction || engineOf(db).kind !== 'postgres') {
-        // Embedded (PGlite) or inside a caller's transaction: the guard, then the send, in one transaction.
+      if (db.isTransaction || engineOf(db).kind !== 'postgres' || await onCitus(db as Knex)) {
+        // Embedded (PGlite), Citus, or inside a caller's transaction: the guard, then the send, in one transaction.
         return withTransaction(db, async tx => {
           const rows = (await tx.raw(guard.sql, guard.bindings)).rows
           if (rows.length > 0) await boss.send(queue, payload, { db: inTransaction(tx) })
