@@ -1,9 +1,11 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { once } from 'node:events'
+import { readFile } from 'node:fs/promises'
 import { PgBoss } from 'pg-boss'
 import type { Db } from '../lib/db.js'
 import { benchTenant, compare, row, throughput } from './support.js'
 import { RUN_WORK_OPTIONS } from '../worker/automation.js'
+import { createQueues } from '../jobs/enqueue.js'
 
 // Automation end to end (issue 13, item 9): runs per second from ingress 202 to the effect
 // committed, with one and with two worker processes, against pg-boss's own send -> work rate in
@@ -17,6 +19,8 @@ export interface AutomationBenchEnv {
   /** Environment of the worker processes. */
   env: Record<string, string | undefined>
   rounds: number
+  /** The API process (CPU per ingress call in the split figures). */
+  apiPid?: number
 }
 
 const RUNS = Number(process.env.BENCH_AUTOMATION_RUNS ?? 400)
@@ -85,22 +89,60 @@ async function endToEnd (env: AutomationBenchEnv, f: Fixture): Promise<number> {
  * runs/s accepted), then `n` workers drain them (runs/s from the first run started to the last
  * finished, by the database's clock).
  */
-async function split (env: AutomationBenchEnv, f: Fixture, n: number): Promise<{ ingress: number, drain: number }> {
+async function split (env: AutomationBenchEnv, f: Fixture, n: number): Promise<{ ingress: number, drain: number, cpu: { worker: number, database: number } | null, ingressCpu: { api: number, database: number } | null }> {
   const mark = new Date()
   const t0 = process.hrtime.bigint()
+  const apiBefore = env.apiPid === undefined ? null : await cpuTimes(env.db, [env.apiPid])
   await throughput(RUNS, CLIENTS, async i => {
     await post(env, '/v1/automation/triggers/bench', f.webhookToken, { id: f.objectIds[i % f.objectIds.length], n: i })
   })
   const ingress = RUNS / (Number(process.hrtime.bigint() - t0) / 1e9)
+  const apiAfter = env.apiPid === undefined ? null : await cpuTimes(env.db, [env.apiPid])
+  let ingressCpu: { api: number, database: number } | null = null
+  if (apiBefore !== null && apiAfter !== null) {
+    let database = 0
+    for (const [pid, t] of apiAfter.backends) database += t - (apiBefore.backends.get(pid) ?? 0)
+    ingressCpu = { api: (apiAfter.workers - apiBefore.workers) / RUNS, database: database / RUNS }
+  }
   const workers = await startWorkers(env.env, n)
+  let cpu: { worker: number, database: number } | null = null
   try {
+    const before = await cpuTimes(env.db, workers.map(w => w.pid!))
     const done = async () => (await env.db.raw('SELECT count(*)::int AS n FROM automation_runs WHERE tenant_id = ? AND rule_id = ? AND queued_at >= ? AND finished_at IS NOT NULL', [f.tenant, f.ruleId, mark])).rows[0].n
     while (await done() < RUNS) await new Promise(r => setTimeout(r, 20))
+    const after = await cpuTimes(env.db, workers.map(w => w.pid!))
+    if (before !== null && after !== null) {
+      let database = 0
+      for (const [pid, t] of after.backends) database += t - (before.backends.get(pid) ?? 0)
+      cpu = { worker: (after.workers - before.workers) / RUNS, database: database / RUNS }
+    }
   } finally {
     await stopWorkers(workers)
   }
   const r = await env.db.raw('SELECT extract(epoch FROM max(finished_at) - min(started_at))::float8 AS s FROM automation_runs WHERE tenant_id = ? AND rule_id = ? AND queued_at >= ?', [f.tenant, f.ruleId, mark])
-  return { ingress, drain: RUNS / r.rows[0].s }
+  return { ingress, drain: RUNS / r.rows[0].s, cpu, ingressCpu }
+}
+
+/**
+ * CPU seconds so far of the worker processes and of every backend of the bench database (from
+ * /proc: the database must run on this machine, else null). Less sensitive to a busy machine than
+ * rates: CPU per run says what a run costs wherever its time goes.
+ */
+async function cpuTimes (db: Db, processes: number[]): Promise<{ workers: number, backends: Map<number, number> } | null> {
+  const ticks = 100 // USER_HZ
+  const of = async (pid: number): Promise<number | null> => {
+    try {
+      const fields = (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1].split(' ')
+      return (Number(fields[11]) + Number(fields[12])) / ticks
+    } catch { return null }
+  }
+  const pids = (await db.raw('SELECT pid FROM pg_stat_activity WHERE datname = current_database()')).rows.map((x: { pid: number }) => x.pid)
+  const backends = new Map<number, number>()
+  for (const pid of pids) { const t = await of(pid); if (t !== null) backends.set(pid, t) }
+  if (backends.size === 0) return null
+  let total = 0
+  for (const pid of processes) total += (await of(pid)) ?? 0
+  return { workers: total, backends }
 }
 
 /** pg-boss alone: RUNS sends from CLIENTS senders, worked by `workers` in-process workers. */
@@ -144,6 +186,9 @@ async function eventLatency (env: AutomationBenchEnv, f: Fixture, samples: numbe
     }
     await new Promise(r => setTimeout(r, 100 + Math.random() * 400))
   }
+  // Off again: left live, it would add a dry run to every run of the phases after this one (each
+  // object.update effect emits object.updated), doubling what two workers are measured on.
+  await post(env, `/v1/automation/rules/${rule.id}/deactivate`, f.token, {})
   const r = await env.db.raw(`
     SELECT extract(epoch FROM r.started_at - e.created_at)::float8 AS s FROM automation_runs r
     JOIN outbox_events e ON e.tenant_id = r.tenant_id AND e.id = (r.trigger->>'eventId')::uuid
@@ -196,14 +241,22 @@ export async function benchAutomation (env: AutomationBenchEnv, print: (line: st
   boss.on('error', () => {})
   await boss.start()
   await boss.createQueue(BASELINE_QUEUE, { retryLimit: 0 })
+  // The ingress sends to the application's queues, which a fresh database has only once a worker started.
+  await createQueues(boss)
   const f = await fixture(env)
   await settle(env.db)
   try {
-    if (process.env.BENCH_AUTOMATION_SPLIT === '1') {
-      for (const n of [1, 2]) {
+    // BENCH_AUTOMATION_SPLIT=1 adds the split figures; =only prints nothing else (BENCH_AUTOMATION_WORKERS=1,2 by default).
+    const splitMode = process.env.BENCH_AUTOMATION_SPLIT
+    if (splitMode === '1' || splitMode === 'only') {
+      for (const n of (process.env.BENCH_AUTOMATION_WORKERS ?? '1,2').split(',').map(Number)) {
         const x = await split(env, f, n)
-        print(`automation split, ${n} worker(s): ingress ${x.ingress.toFixed(0)} runs/s accepted, workers drain ${x.drain.toFixed(0)} runs/s`)
+        const ms = (v: number) => `${(v * 1000).toFixed(1)} ms`
+        const cpu = (x.ingressCpu === null ? '' : `; CPU per ingress call: API ${ms(x.ingressCpu.api)}, database ${ms(x.ingressCpu.database)}`) +
+          (x.cpu === null ? '' : `; CPU per run drained: workers ${ms(x.cpu.worker)}, database ${ms(x.cpu.database)}`)
+        print(`automation split, ${n} worker(s): ingress ${x.ingress.toFixed(0)} runs/s accepted, workers drain ${x.drain.toFixed(0)} runs/s${cpu}`)
       }
+      if (splitMode === 'only') return
     }
     for (const n of [1, 2]) {
       const workers = await startWorkers(env.env, n)

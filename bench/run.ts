@@ -66,7 +66,7 @@ try {
   }
   if (wants('objects')) for (const line of await benchObjects(ctx)) console.log(line)
   if (wants('queries')) await benchQueries(db, line => console.log(line))
-  if (wants('automation')) await benchAutomation({ ...ctx, env }, line => console.log(line))
+  if (wants('automation')) await benchAutomation({ ...ctx, env, apiPid: api.pid }, line => console.log(line))
   if (wants('license')) await benchLicense(db, DATABASE_URL, ROUNDS, line => console.log(line))
   if (wants('graphql')) for (const line of await benchGraphql(ctx)) console.log(line)
   if (wants('layers')) await benchLayers({ ...ctx, apiPid: api.pid ?? 0 }, line => console.log(line))

@@ -3,6 +3,7 @@ import { automationRulesExecutedTotal, registry } from '../lib/metrics.js'
 import { executionCounts } from '../lib/automation/index.js'
 import type { Db } from '../lib/db.js'
 import * as queues from '../lib/queues/index.js'
+import * as outbox from '../lib/outbox/index.js'
 import { QUEUES } from './contracts.js'
 
 // What an operator scales the worker fleet by, read from pg-boss's tables at scrape time by the
@@ -32,6 +33,23 @@ export const jobQueueDepth = new Gauge({
     this.reset()
     for (const q of names()) for (const st of ['created', 'retry', 'active']) this.set({ queue: q, state: st }, 0)
     for (const row of rows) this.set({ queue: row.name, state: row.state }, row.n)
+  }
+})
+
+// Outbox events whose delivery failed and that are not delivered yet (fleet-wide, from the table):
+// `waiting` for their next attempt (growing delay, lib/outbox), or `due` again. The failures
+// themselves are counted where they happen (outbox_delivery_failures_total, worker /metrics).
+export const outboxEventsRetrying = new Gauge({
+  name: 'outbox_events_retrying',
+  help: 'Undelivered outbox events whose last delivery failed, by state (waiting = held back until their next attempt, due = to be retried now)',
+  labelNames: ['state'] as const,
+  registers: [registry],
+  async collect () {
+    if (source === null) return
+    const r = await outbox.countRetrying(source).catch(() => null)
+    if (r === null) return
+    this.set({ state: 'waiting' }, r.waiting)
+    this.set({ state: 'due' }, r.due)
   }
 })
 

@@ -1,5 +1,5 @@
 import type { Config } from './config.js'
-import type { Db, Queryable } from './db.js'
+import type { Db, Queryable, Statement } from './db.js'
 import type { Logger } from './log.js'
 import type { Permissions } from './access/grants.js'
 
@@ -13,6 +13,12 @@ export interface JobSender {
   send (queue: string, payload: object, opts: { db: Queryable, singletonKey?: string, startAfterSeconds?: number }): Promise<void>
   /** Several jobs of one queue in one statement (absent: one `send` each). */
   sendMany? (queue: string, payloads: object[], opts: { db: Queryable }): Promise<void>
+  /**
+   * `guard` (a data-modifying statement with RETURNING) and, when it returns a row, one job, as ONE
+   * statement on the pool (autocommit: both or neither, in one round trip). Returns the guard's
+   * rows. Absent: the caller runs the guard and `send` in a transaction.
+   */
+  sendGuarded? (db: Queryable, queue: string, payload: object, guard: Statement & { name: string }): Promise<any[]>
 }
 
 /** Sequences a tenant's pending audit events soon after a commit (lib/audit Sequencer). */

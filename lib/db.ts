@@ -87,14 +87,40 @@ function instrument (db: Db): void {
   db.on('query-error', (err: unknown, q: { __knexQueryUid?: string, sql?: string }) => finish(err, q))
 }
 
+/** The pool and the after-commit callbacks of each transaction `withTransaction` opened. */
+const opened = new WeakMap<Tx, { pool: Db, callbacks: Array<(pool: Db) => void> }>()
+
 /** Runs `fn` in a transaction on `db`, or inside the caller's transaction when `db` is one. */
 export async function withTransaction<T> (db: Queryable, fn: (tx: Tx) => Promise<T>): Promise<T> {
   if (db.isTransaction) return fn(db as Tx)
+  const callbacks: Array<(pool: Db) => void> = []
+  let result: T
   try {
-    return await (db as Knex).transaction(fn)
+    result = await (db as Knex).transaction(tx => {
+      opened.set(tx, { pool: db as Db, callbacks })
+      return fn(tx)
+    })
   } catch (err) {
     throw translatePgError(err)
   }
+  for (const cb of callbacks) cb(db as Db)
+  return result
+}
+
+/**
+ * Runs `fn` once what `db` writes is committed, with a pool: at once when `db` is a pool; after
+ * the COMMIT of the transaction `db` is, when `withTransaction` opened it (never when it rolls
+ * back). Returns false, calling nothing, for a transaction opened elsewhere: the caller decides.
+ * A write nested in a caller's transaction (an automation run's effect) thus announces its change
+ * when it is visible, from the pool, and not inside the transaction (a NOTIFY there would take the
+ * database-wide notify lock at COMMIT).
+ */
+export function afterCommit (db: Queryable, fn: (pool: Db) => void): boolean {
+  if (!db.isTransaction) { fn(db as Db); return true }
+  const entry = opened.get(db as Tx)
+  if (entry === undefined) return false
+  entry.callbacks.push(fn)
+  return true
 }
 
 /**

@@ -48,3 +48,10 @@ export const automationRulesExecutedTotal = new Counter({
   labelNames: ['ruleId'] as const,
   registers: [registry]
 })
+
+export const outboxDeliveryFailuresTotal = new Counter({
+  name: 'outbox_delivery_failures_total',
+  help: 'Outbox event deliveries that failed (the event is retried after a growing delay), by event type',
+  labelNames: ['type'] as const,
+  registers: [registry]
+})

@@ -1,6 +1,6 @@
 import type { ServiceContext } from './context.js'
 import type { Queryable, Tx } from './db.js'
-import { prepared, runStatements, translatePgError, withTransaction, type Bindings, type Statement } from './db.js'
+import { afterCommit, prepared, runStatements, translatePgError, withTransaction, type Bindings, type Statement } from './db.js'
 import * as access from './access/index.js'
 import * as audit from './audit/index.js'
 import * as outbox from './outbox/index.js'
@@ -173,10 +173,17 @@ async function transact<T> (ctx: ServiceContext, spec: WriteSpec, operation: (w:
   return result
 }
 
-/** After COMMIT: after-commit hooks and the audit sequencing kick. */
+/**
+ * After COMMIT: after-commit hooks and the audit sequencing kick. A write inside a caller's
+ * transaction (ctx.db is one: an automation run's effect and outcome) has not committed yet when
+ * it returns: its hooks wait for that transaction's COMMIT and get the pool as ctx.db.
+ */
 function finish (ctx: ServiceContext, spec: WriteSpec, changes: Change[]): void {
-  for (const hook of writeHooks.afterCommit) hook(ctx, spec, changes)
-  if (ctx.config.auditSequencing === 'async') void ctx.sequencer?.kick(ctx.tenantId)
+  const run = (c: ServiceContext) => {
+    for (const hook of writeHooks.afterCommit) hook(c, spec, changes)
+    if (c.config.auditSequencing === 'async') void c.sequencer?.kick(c.tenantId)
+  }
+  if (!afterCommit(ctx.db, pool => run({ ...ctx, db: pool }))) run(ctx)
 }
 
 /**

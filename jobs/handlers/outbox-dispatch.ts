@@ -12,7 +12,7 @@ export async function handleOutboxDispatch (db: Db, log: Logger, jobs: Array<Job
   for (const job of jobs) {
     const jlog = log.child({ queue: job.name, jobId: job.id })
     for (;;) {
-      const r = await outbox.claimAndDeliver(db, outboxConsumers, 1000, job.data?.tenantId)
+      const r = await outbox.claimAndDeliver(db, outboxConsumers, 1000, job.data?.tenantId, { log: jlog })
       jlog.debug(r, 'outbox batch')
       if (r.delivered === 0 || r.pending === 0) break
     }

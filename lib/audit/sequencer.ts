@@ -16,16 +16,32 @@ const BATCH = 1000
  * write's own events; on the pool it runs in its own transaction (async mode).
  */
 export async function sequencePending (db: Db | Tx, tenantId: string): Promise<number> {
+  return (await sequenceAll(db, tenantId, false))!
+}
+
+/**
+ * sequencePending for the background Sequencer: null, having waited for nothing, when another
+ * transaction holds the tenant's head (another worker's or API's sequencer, which sequences what
+ * it finds; the caller tries again shortly for what committed after that holder's read).
+ */
+async function sequenceUnlessBusy (db: Db, tenantId: string): Promise<number | null> {
+  return sequenceAll(db, tenantId, true)
+}
+
+async function sequenceAll (db: Db | Tx, tenantId: string, skipLocked: boolean): Promise<number | null> {
   let total = 0
   for (;;) {
-    const n = await withTransaction(db, tx => sequenceBatch(tx, tenantId))
+    const n = await withTransaction(db, tx => sequenceBatch(tx, tenantId, skipLocked))
+    if (n === null) return total > 0 ? total : null
     total += n
     if (n < BATCH || db.isTransaction) return total
   }
 }
 
-async function sequenceBatch (tx: Tx, tenantId: string): Promise<number> {
-  let head = await sql.lockHead(tx, tenantId, GENESIS_HASH)
+async function sequenceBatch (tx: Tx, tenantId: string, skipLocked: boolean): Promise<number | null> {
+  const locked = await sql.lockHead(tx, tenantId, GENESIS_HASH, skipLocked)
+  if (locked === null) return null
+  let head = locked
   if (head.treeSize !== head.sequence) {
     // The head moved without the tree (a process of an older release): rebuild it first.
     await sql.rebuildTree(tx, tenantId)
@@ -73,7 +89,12 @@ export class Sequencer {
           // first: under steady writes, runs come once per window, not back to back.
           if (this.batchMs > 0) await new Promise(resolve => setTimeout(resolve, this.batchMs))
           this.again.delete(tenantId)
-          await sequencePending(this.db, tenantId)
+          // Another process holds the head: it sequences what had committed when it read; what
+          // committed after is ours, once it is done (a pool connection waits for nothing meanwhile).
+          if (await sequenceUnlessBusy(this.db, tenantId) === null) {
+            this.again.add(tenantId)
+            await new Promise(resolve => setTimeout(resolve, Math.max(this.batchMs, 10)))
+          }
         } while (this.again.has(tenantId))
       } catch (err) {
         this.onError(err)

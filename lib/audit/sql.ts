@@ -60,9 +60,15 @@ export interface LockedHead { sequence: number, hash: string, frontier: Buffer[]
  * Locks the tenant's chain head (creating it at genesis). Held until the transaction ends. The
  * frontier comes from the locked row version itself, so it is the one the last holder committed.
  */
-export async function lockHead (tx: Tx, tenantId: string, genesis: string): Promise<LockedHead> {
+export async function lockHead (tx: Tx, tenantId: string, genesis: string): Promise<LockedHead>
+/** With `skipLocked`: null at once when another transaction holds the head (nothing waits). */
+export async function lockHead (tx: Tx, tenantId: string, genesis: string, skipLocked: boolean): Promise<LockedHead | null>
+export async function lockHead (tx: Tx, tenantId: string, genesis: string, skipLocked = false): Promise<LockedHead | null> {
   await tx.raw('INSERT INTO audit_heads (tenant_id, sequence, hash) VALUES (?, 0, ?) ON CONFLICT (tenant_id) DO NOTHING', [tenantId, genesis])
-  const row = await tx('audit_heads').where({ tenant_id: tenantId }).forUpdate().first('sequence', 'hash', 'tree_frontier', 'tree_size')
+  const q = tx('audit_heads').where({ tenant_id: tenantId }).forUpdate()
+  if (skipLocked) q.skipLocked()
+  const row = await q.first('sequence', 'hash', 'tree_frontier', 'tree_size')
+  if (row === undefined) return null
   return { sequence: Number(row.sequence), hash: row.hash, frontier: bytes(row.tree_frontier), treeSize: Number(row.tree_size) }
 }
 

@@ -1,14 +1,14 @@
 import { randomUUID } from 'node:crypto'
 import { AppError } from '../errors.js'
-import { withTransaction } from '../db.js'
 import * as sql from './sql.js'
 import { readWebhookToken, tokenMatches } from './secrets.js'
-import { queueRun } from './trigger.js'
+import { queueRunAtOnce } from './trigger.js'
 import { engineContext, type EngineDeps } from './context.js'
 import { assertTenantGate } from './hooks.js'
 
 // POST /v1/automation/triggers/{slug}: authenticate by the rule's token, record a queued run and
-// enqueue it; nothing else happens in the request (the worker runs it). CONTRACT: bad or missing
+// enqueue it, in one statement (trigger.ts queueRunAtOnce); nothing else happens in the request
+// (the worker runs it). CONTRACT: bad or missing
 // token 401; the tenant's license switches automation off 403 FEATURE_DISABLED (checked once the
 // token names the tenant, as a bearer route checks after authentication); no active or sandbox
 // rule for the slug 404; else 202 {accepted: true, runIds}.
@@ -34,9 +34,9 @@ export async function acceptWebhook (deps: IngressDeps, slug: string, token: str
     throw new AppError('NOT_FOUND', `no active or sandbox automation rule has the webhook slug "${slug}"`, { resource: 'automation trigger', id: slug })
   }
   const requestId = idempotencyKey ?? randomUUID()
-  const runId = await withTransaction(deps.db, tx => queueRun(tx, claim.tenantId, deps.jobs, {
+  const runId = await queueRunAtOnce(deps.db, claim.tenantId, deps.jobs, {
     ruleId: rule.id, ruleVersion: rule.live_version!, key: `webhook:${requestId}`, depth: 0, input: payload,
     trigger: { type: 'webhook', slug, requestId }
-  }))
+  })
   return { accepted: true, runIds: [runId] }
 }

@@ -1,5 +1,6 @@
+import { randomUUID } from 'node:crypto'
 import type { JobSender } from '../context.js'
-import type { Tx } from '../db.js'
+import { withTransaction, type Db, type Tx } from '../db.js'
 import { AUTOMATION_RUN } from '../../jobs/contracts.js'
 import * as sql from './sql.js'
 
@@ -29,6 +30,25 @@ export async function queueRun (tx: Tx, tenantId: string, jobs: JobSender | null
     await jobs.send(AUTOMATION_RUN.name, { tenantId, runId: run.id }, { db: tx })
   }
   return run.id
+}
+
+/**
+ * queueRun on the pool for the webhook ingress: the run row and its job in ONE statement
+ * (autocommit: both or neither) when the sender can fold its insert into it, one round trip
+ * instead of four (BEGIN, run, job, COMMIT); else queueRun in a transaction. A trigger key seen
+ * before (a retried Idempotency-Key) inserts neither and answers the first call's run.
+ */
+export async function queueRunAtOnce (db: Db, tenantId: string, jobs: JobSender | null, t: TriggerSpec): Promise<string> {
+  if (jobs?.sendGuarded === undefined) return withTransaction(db, tx => queueRun(tx, tenantId, jobs, t))
+  const id = randomUUID()
+  const guard = sql.insertRunStatement(tenantId, id, {
+    rule_id: t.ruleId, rule_version: t.ruleVersion, trigger: t.trigger, trigger_key: t.key, depth: t.depth, input: t.input, replay_of: t.replayOf ?? null
+  })
+  const inserted = await jobs.sendGuarded(db, AUTOMATION_RUN.name, { tenantId, runId: id }, guard)
+  if (inserted.length > 0) return id
+  const existing = await sql.runIdByKey(db, tenantId, t.ruleId, t.key)
+  if (existing === null) throw new Error(`the run of trigger key ${t.key} was neither inserted nor found`)
+  return existing
 }
 
 /** Records a run that stops before matching (the causation depth was reached), with the reason. */

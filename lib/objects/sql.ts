@@ -103,6 +103,18 @@ export function insertObjectsStatement (tenantId: string, actor: object, items: 
   }
 }
 
+/**
+ * lockObject, with the version its type publishes now (null: none, or the type is gone), in the
+ * same round trip: a patch then takes the definition from the published-version cache when that
+ * version is the one cached (lib/object-types publishedType).
+ */
+export async function lockObjectWithType (tx: Tx, tenantId: string, id: string): Promise<(ObjectRow & { type_published_version: number | null }) | null> {
+  const r = await prepared(tx, 'objects.lock+type', `SELECT ${COLS},
+      (SELECT t.published_version FROM object_types t WHERE t.tenant_id = o.tenant_id AND t.id = o.type_id AND t.deleted_at IS NULL) AS type_published_version
+    FROM objects o WHERE o.id = ? AND o.tenant_id = ? AND o.deleted_at IS NULL FOR UPDATE OF o`, [id, tenantId])
+  return r.rows[0] ?? null
+}
+
 /** The live object, locked until the transaction ends (serialises writers of one object). */
 export async function lockObject (tx: Tx, tenantId: string, id: string): Promise<ObjectRow | null> {
   const r = await prepared(tx, 'objects.lock', `SELECT ${COLS} FROM objects WHERE id = ? AND tenant_id = ? AND deleted_at IS NULL FOR UPDATE`, [id, tenantId])

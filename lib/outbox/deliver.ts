@@ -1,4 +1,6 @@
 import type { Db, Tx } from '../db.js'
+import type { Logger } from '../log.js'
+import { outboxDeliveryFailuresTotal } from '../metrics.js'
 import * as sql from './sql.js'
 
 /**
@@ -14,6 +16,21 @@ export interface OutboxConsumer {
 
 export interface DeliveryResult { delivered: number, failed: number, pending: number }
 
+export interface DeliveryOptions {
+  /** Also claim events still waiting out a retry delay (POST /v1/outbox/flush: deliver now). */
+  waiting?: boolean
+  /** Where a failed delivery is reported (warn, with the error and the next attempt). */
+  log?: Logger
+}
+
+/** A failed event's next attempt: 1 s after its first failure, doubling, at most this long. */
+export const RETRY_MAX_SECONDS = 300
+
+/** Seconds until the next attempt of an event that has now failed `failures` times (1, 2, 4, ... capped). */
+export function retryDelaySeconds (failures: number): number {
+  return Math.min(RETRY_MAX_SECONDS, 2 ** Math.min(Math.max(failures - 1, 0), 30))
+}
+
 async function consumeAll (consumers: OutboxConsumer[], rows: sql.OutboxRow[], tx: Tx): Promise<void> {
   for (const consume of consumers) {
     if (consume.batch !== undefined) await consume.batch(rows, tx)
@@ -27,27 +44,30 @@ async function consumeAll (consumers: OutboxConsumer[], rows: sql.OutboxRow[], t
  * delivered. Fast path: the whole claim in one savepoint and one statement marking it delivered.
  * When any consumer fails, that savepoint rolls back and the claim is delivered again event by
  * event (a savepoint each), so only the failing events stay pending with attempts+1 and the error
- * kept. Delivery is at least once. Without `tenantId`, each tenant with pending events is claimed in a transaction of
+ * kept, held back for a growing delay (`retryDelaySeconds`; claims skip them until it passes,
+ * unless `opts.waiting`), counted in outbox_delivery_failures_total and logged (warn) on `opts.log`.
+ * Delivery is at least once. Without `tenantId`, each tenant with pending events is claimed in a transaction of
  * its own: events are ordered per tenant, and a transaction then stays on one tenant's shard
  * (a tenant-sharded cluster cannot lock rows of several shards in one SELECT).
  */
-export async function claimAndDeliver (db: Db, consumers: OutboxConsumer[], limit = 1000, tenantId?: string): Promise<DeliveryResult> {
-  const tenants = tenantId === undefined ? await sql.tenantsWithPending(db) : [tenantId]
+export async function claimAndDeliver (db: Db, consumers: OutboxConsumer[], limit = 1000, tenantId?: string, opts: DeliveryOptions = {}): Promise<DeliveryResult> {
+  const tenants = tenantId === undefined ? await sql.tenantsWithPending(db, 1000, opts.waiting) : [tenantId]
   let delivered = 0
   let failed = 0
   for (const tenant of tenants) {
-    const r = await deliverTenant(db, consumers, limit, tenant)
+    const r = await deliverTenant(db, consumers, limit, tenant, opts)
     delivered += r.delivered
     failed += r.failed
   }
   return { delivered, failed, pending: await sql.countPending(db, tenantId) }
 }
 
-async function deliverTenant (db: Db, consumers: OutboxConsumer[], limit: number, tenantId: string): Promise<{ delivered: number, failed: number }> {
+async function deliverTenant (db: Db, consumers: OutboxConsumer[], limit: number, tenantId: string, opts: DeliveryOptions): Promise<{ delivered: number, failed: number }> {
   let delivered = 0
   let failed = 0
+  const failures: Array<{ row: sql.OutboxRow, err: unknown, retryInSeconds: number }> = []
   await db.transaction(async tx => {
-    const rows = await sql.claimPending(tx, limit, tenantId)
+    const rows = await sql.claimPending(tx, limit, tenantId, opts.waiting)
     if (rows.length === 0) return
     try {
       await tx.transaction(sp => consumeAll(consumers, rows, sp))
@@ -61,10 +81,17 @@ async function deliverTenant (db: Db, consumers: OutboxConsumer[], limit: number
         await sql.markDelivered(tx, tenantId, [row])
         delivered++
       } catch (err) {
-        await sql.markFailed(tx, row, String((err as Error).message ?? err))
+        const retryInSeconds = retryDelaySeconds(row.attempts + 1)
+        await sql.markFailed(tx, row, String((err as Error).message ?? err), retryInSeconds)
+        failures.push({ row, err, retryInSeconds })
         failed++
       }
     }
   })
+  // Reported once the failure is recorded (committed).
+  for (const { row, err, retryInSeconds } of failures) {
+    outboxDeliveryFailuresTotal.inc({ type: row.type })
+    opts.log?.warn({ err, eventId: row.id, tenantId: row.tenant_id, type: row.type, attempts: row.attempts + 1, retryInSeconds }, 'outbox event delivery failed; retrying later')
+  }
   return { delivered, failed }
 }

@@ -8,8 +8,8 @@ import * as sql from './sql.js'
 // queue lock. The worker polls the pending index instead (worker/main.ts).
 
 export type { DomainEvent, OutboxRow } from './sql.js'
-export { claimAndDeliver, type OutboxConsumer, type DeliveryResult } from './deliver.js'
-export { hasPending } from './sql.js'
+export { claimAndDeliver, retryDelaySeconds, RETRY_MAX_SECONDS, type OutboxConsumer, type DeliveryResult, type DeliveryOptions } from './deliver.js'
+export { hasPending, countRetrying } from './sql.js'
 
 /**
  * The statement that queues domain events; the write pipeline runs it in the write's transaction.

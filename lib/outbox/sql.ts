@@ -17,7 +17,12 @@ export interface OutboxRow {
   payload: unknown
   created_at: Date
   attempts: number
+  last_error: string | null
+  next_attempt_at: Date | null
 }
+
+/** Undelivered and due: never failed, or its retry delay has passed. */
+const DUE = '(next_attempt_at IS NULL OR next_attempt_at <= now())'
 
 /**
  * Queues events in the given order (position follows it). `causation` (null for none) is added
@@ -44,14 +49,19 @@ function insertEvents (rows: string): string {
     ORDER BY e.n`
 }
 
-/** The tenant's first `limit` undelivered events in order, locked; rows another claimer holds are skipped (outbox_events_pending). */
-export async function claimPending (tx: Tx, limit: number, tenantId: string): Promise<OutboxRow[]> {
-  return tx('outbox_events').where({ tenant_id: tenantId }).whereNull('delivered_at').orderBy('position').limit(limit).forUpdate().skipLocked().select('*')
+/**
+ * The tenant's first `limit` undelivered events in order, locked; rows another claimer holds are
+ * skipped (outbox_events_pending). Events waiting out a retry delay are left out unless `waiting`.
+ */
+export async function claimPending (tx: Tx, limit: number, tenantId: string, waiting = false): Promise<OutboxRow[]> {
+  const q = tx('outbox_events').where({ tenant_id: tenantId }).whereNull('delivered_at')
+  if (!waiting) q.whereRaw(DUE)
+  return q.orderBy('position').limit(limit).forUpdate().skipLocked().select('*')
 }
 
-/** Tenants with undelivered events (outbox_events_pending). */
-export async function tenantsWithPending (db: Queryable, limit = 1000): Promise<string[]> {
-  const r = await db.raw('SELECT DISTINCT tenant_id FROM outbox_events WHERE delivered_at IS NULL LIMIT ?', [limit])
+/** Tenants with undelivered events that are due (all undelivered with `waiting`) (outbox_events_pending). */
+export async function tenantsWithPending (db: Queryable, limit = 1000, waiting = false): Promise<string[]> {
+  const r = await db.raw(`SELECT DISTINCT tenant_id FROM outbox_events WHERE delivered_at IS NULL${waiting ? '' : ` AND ${DUE}`} LIMIT ?`, [limit])
   return r.rows.map((x: { tenant_id: string }) => x.tenant_id)
 }
 
@@ -61,8 +71,17 @@ export async function markDelivered (tx: Tx, tenantId: string, rows: OutboxRow[]
     WHERE tenant_id = ? AND id = ANY(?::uuid[])`, [tenantId, rows.map(r => r.id)])
 }
 
-export async function markFailed (tx: Tx, row: OutboxRow, error: string): Promise<void> {
-  await tx('outbox_events').where({ tenant_id: row.tenant_id, id: row.id }).update({ attempts: row.attempts + 1, last_error: error.slice(0, 2000) })
+/** Counts a failed attempt, keeps its error and holds the event back for `retryInSeconds`. */
+export async function markFailed (tx: Tx, row: OutboxRow, error: string, retryInSeconds: number): Promise<void> {
+  await tx.raw(`UPDATE outbox_events SET attempts = ?, last_error = ?, next_attempt_at = now() + make_interval(secs => ?)
+    WHERE tenant_id = ? AND id = ?`, [row.attempts + 1, error.slice(0, 2000), retryInSeconds, row.tenant_id, row.id])
+}
+
+/** Undelivered events whose last delivery failed: waiting for their next attempt, or due again. */
+export async function countRetrying (db: Queryable): Promise<{ waiting: number, due: number }> {
+  const r = await db.raw(`SELECT count(*) FILTER (WHERE NOT ${DUE})::int AS waiting, count(*) FILTER (WHERE ${DUE})::int AS due
+    FROM outbox_events WHERE delivered_at IS NULL AND attempts > 0`)
+  return r.rows[0]
 }
 
 export async function countPending (db: Queryable, tenantId?: string): Promise<number> {
@@ -72,8 +91,9 @@ export async function countPending (db: Queryable, tenantId?: string): Promise<n
   return Number(count)
 }
 
-// Uses the partial index outbox_events_pending.
+// Uses the partial index outbox_events_pending. Events waiting out a retry delay do not count:
+// the poll queues no dispatch for them until they are due.
 export async function hasPending (db: Queryable): Promise<boolean> {
-  const r = await db.raw('SELECT EXISTS (SELECT 1 FROM outbox_events WHERE delivered_at IS NULL) AS pending')
+  const r = await db.raw(`SELECT EXISTS (SELECT 1 FROM outbox_events WHERE delivered_at IS NULL AND ${DUE}) AS pending`)
   return r.rows[0].pending === true
 }

@@ -105,6 +105,12 @@ describe('/v1/automation', () => {
     assert.equal(ok.status, 202, ok.text)
     const again = await s.request('POST', '/v1/automation/triggers/ingress', { token: r.webhookToken, body: { a: 1 }, headers: { 'Idempotency-Key': 'delivery-42' } })
     assert.deepEqual(again.body.runIds, ok.body.runIds, 'a retried delivery finds its run')
+    // The run and its job are written by one statement: one automation.run job with the queue's
+    // options, none for the retry; and the run row carries the request.
+    const jobs = await s.db.raw("SELECT retry_limit, expire_seconds, state FROM pgboss.job WHERE name = 'automation.run' AND data->>'runId' = ?", [ok.body.runIds[0]])
+    assert.deepEqual(jobs.rows, [{ retry_limit: 5, expire_seconds: 15, state: 'created' }])
+    const run = await s.db('automation_runs').where({ id: ok.body.runIds[0] }).first()
+    assert.deepEqual([run.status, run.trigger_key, run.input], ['queued', 'webhook:delivery-42', { a: 1 }])
     assert.equal((await s.request('POST', '/v1/automation/triggers/ingress', { token: r.webhookToken, raw: '[1]', headers: { 'Content-Type': 'application/json' } })).status, 400)
   })
 

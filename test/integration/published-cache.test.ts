@@ -59,4 +59,22 @@ describe('object create with a stale published-type cache', () => {
     const [{ n }] = (await db.raw('SELECT count(*)::int AS n FROM objects WHERE tenant_id = ?', [tenant])).rows
     assert.equal(n, 1)
   })
+
+  // A patch reads the version its type publishes in the statement that locks the object, and the
+  // definition from the cache only when the cache holds that version.
+  it('validates a patch against the newly published version, and refuses it once the type is deleted', async () => {
+    const tenant = newTenant('cache')
+    const ctx = serviceContext(db, tenant)
+    const typeId = await typeRequiring(tenant, 'a')
+    const o = await objects.createObject(ctx, { typeId, attributes: { a: 'x' } })
+    await objects.patchObject(ctx, o.id, { attributes: { a: 'y' } }, null) // the cache holds version 1
+    await publishBehindTheCache(typeId, tenant, 'b')
+    await assert.rejects(objects.patchObject(ctx, o.id, { attributes: { a: 'z' } }, null), (err: { code: string, details: { field: string } }) =>
+      err.code === 'VALIDATION_ERROR' && err.details.field === 'attributes.b')
+    const patched = await objects.patchObject(ctx, o.id, { attributes: { a: null, b: 'w' } }, null)
+    assert.deepEqual(patched.attributes, { b: 'w' })
+    await db.raw('UPDATE object_types SET deleted_at = now() WHERE id = ?', [typeId])
+    await assert.rejects(objects.patchObject(ctx, o.id, { attributes: { b: 'v' } }, null), (err: { code: string, details: { field: string } }) =>
+      err.code === 'VALIDATION_ERROR' && err.details.field === 'typeId')
+  })
 })

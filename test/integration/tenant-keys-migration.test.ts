@@ -57,6 +57,16 @@ async function snapshot (db: Db): Promise<Record<string, string[]>> {
   return out
 }
 
+/** `after` with only the columns `before` had (later migrations add columns, e.g. outbox_events.next_attempt_at). */
+function withColumnsOf (before: Record<string, string[]>, after: Record<string, string[]>): Record<string, string[]> {
+  const out: Record<string, string[]> = {}
+  for (const [t, rows] of Object.entries(after)) {
+    const keys = new Set(before[t].flatMap(r => Object.keys(JSON.parse(r))))
+    out[t] = rows.map(r => JSON.stringify(Object.fromEntries(Object.entries(JSON.parse(r)).filter(([k]) => keys.has(k))))).sort()
+  }
+  return out
+}
+
 describe('migration 202611240200 (tenant-keyed schema)', () => {
   let db: Db
   before(async () => {
@@ -80,7 +90,7 @@ describe('migration 202611240200 (tenant-keyed schema)', () => {
 
     const before = await snapshot(db)
     await db.migrate.latest(migrationConfig)
-    assert.deepEqual(await snapshot(db), before, 'every row, id and value is unchanged')
+    assert.deepEqual(withColumnsOf(before, await snapshot(db)), withColumnsOf(before, before), 'every row, id and value is unchanged')
   })
 
   it('leads every primary key, unique index and foreign key of a tenant table with tenant_id', async () => {

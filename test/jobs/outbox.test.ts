@@ -8,6 +8,9 @@ import { OUTBOX_DISPATCH, type OutboxDispatchPayload } from '../../jobs/contract
 import { handleOutboxDispatch, outboxConsumers } from '../../jobs/handlers/outbox-dispatch.js'
 import { TEST_DATABASE_URL } from '../support/env.js'
 import { newTenant, silentLog } from '../support/harness.js'
+import { Writable } from 'node:stream'
+import { createLogger } from '../../lib/log.js'
+import { registry } from '../../lib/metrics.js'
 
 async function emit (db: Db, tenant: string, n: number): Promise<void> {
   await runStatements(db, [outbox.emitStatement(tenant, Array.from({ length: n }, (_, i) => ({
@@ -45,8 +48,69 @@ describe('outbox delivery', () => {
     assert.equal(row.attempts, 1)
     assert.equal(row.last_error, 'downstream unavailable')
     fail = false
+    // Held back for a second after its first failure; offered again once due.
+    await db('outbox_events').where({ tenant_id: tenant }).update({ next_attempt_at: db.raw("now() - interval '1 second'") })
     const second = await outbox.claimAndDeliver(db, [consumer], 10, tenant)
     assert.deepEqual(second, { delivered: 1, failed: 0, pending: 0 })
+  })
+
+  it('retries a failing event after a growing, capped delay, logging each failure and counting it', async () => {
+    const tenant = newTenant('outbox')
+    await emit(db, tenant, 2)
+    const lines: Array<Record<string, any>> = []
+    const log = createLogger('outbox-test', 'warn', new Writable({ write (chunk, _enc, cb) { lines.push(JSON.parse(String(chunk))); cb() } }))
+    const failures = async () => (await registry.getSingleMetric('outbox_delivery_failures_total')!.get()).values.find(v => v.labels.type === 'object.created')?.value ?? 0
+    const counted = await failures()
+    const offered: number[] = []
+    const consumer: outbox.OutboxConsumer = async e => { offered.push((e.payload as { i: number }).i); if ((e.payload as { i: number }).i === 0) throw new Error('receiver down') }
+    const row = async () => db('outbox_events').where({ tenant_id: tenant }).whereRaw("payload->>'i' = '0'").first()
+    const delay = async () => (await db.raw("SELECT extract(epoch FROM next_attempt_at - now())::float8 AS s FROM outbox_events WHERE tenant_id = ? AND payload->>'i' = '0'", [tenant])).rows[0].s
+    const makeDue = () => db('outbox_events').where({ tenant_id: tenant }).whereNull('delivered_at').update({ next_attempt_at: db.raw("now() - interval '1 millisecond'") })
+
+    // First failure: the other event is delivered, the failing one waits about 1 s.
+    assert.deepEqual(await outbox.claimAndDeliver(db, [consumer], 10, tenant, { log }), { delivered: 1, failed: 1, pending: 1 })
+    let r = await row()
+    assert.equal(r.attempts, 1)
+    assert.equal(r.last_error, 'receiver down')
+    assert.ok(Math.abs(await delay() - 1) < 0.5, 'first retry after about 1 s')
+    assert.equal(lines.length, 1)
+    assert.equal(lines[0].level, 40, 'warn')
+    assert.equal(lines[0].eventId, r.id)
+    assert.equal(lines[0].attempts, 1)
+    assert.equal(lines[0].retryInSeconds, 1)
+    assert.equal(lines[0].err.message, 'receiver down')
+    assert.equal(await failures(), counted + 1)
+
+    // Not offered again while it waits: no claim, no dispatch for it.
+    offered.length = 0
+    assert.deepEqual(await outbox.claimAndDeliver(db, [consumer], 10, tenant, { log }), { delivered: 0, failed: 0, pending: 1 })
+    assert.deepEqual(offered, [])
+    assert.equal((await db.raw('SELECT tenant_id FROM outbox_events WHERE tenant_id = ? AND delivered_at IS NULL AND (next_attempt_at IS NULL OR next_attempt_at <= now())', [tenant])).rows.length, 0)
+
+    // Due again: offered, fails, waits twice as long; then 4 s; the delay stops growing at the cap.
+    for (const expected of [2, 4]) {
+      await makeDue()
+      await outbox.claimAndDeliver(db, [consumer], 10, tenant, { log })
+      assert.ok(Math.abs(await delay() - expected) < 0.5, `retry after about ${expected} s`)
+    }
+    await db('outbox_events').where({ tenant_id: tenant }).whereNull('delivered_at').update({ attempts: 40 })
+    await makeDue()
+    await outbox.claimAndDeliver(db, [consumer], 10, tenant, { log })
+    assert.ok(Math.abs(await delay() - outbox.RETRY_MAX_SECONDS) < 0.5, 'capped')
+    r = await row()
+    assert.equal(r.attempts, 41)
+    assert.equal(lines.length, 4)
+    assert.equal(await failures(), counted + 4)
+
+    // A flush (waiting: true) delivers it now, whatever its delay.
+    const flushed: number[] = []
+    const flushing: outbox.OutboxConsumer = async e => { flushed.push((e.payload as { i: number }).i) }
+    assert.deepEqual(await outbox.claimAndDeliver(db, [flushing], 10, tenant, { waiting: true }), { delivered: 1, failed: 0, pending: 0 })
+    assert.deepEqual(flushed, [0])
+  })
+
+  it('delays follow 1, 2, 4 ... seconds up to the cap', () => {
+    assert.deepEqual([1, 2, 3, 4, 9, 10, 50].map(outbox.retryDelaySeconds), [1, 2, 4, 8, 256, outbox.RETRY_MAX_SECONDS, outbox.RETRY_MAX_SECONDS])
   })
 
   it('is drained by the outbox.dispatch job on a real pg-boss', async () => {
