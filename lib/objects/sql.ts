@@ -109,9 +109,11 @@ export function insertObjectsStatement (tenantId: string, actor: object, items: 
  * version is the one cached (lib/object-types publishedType).
  */
 export async function lockObjectWithType (tx: Tx, tenantId: string, id: string): Promise<(ObjectRow & { type_published_version: number | null }) | null> {
+  // Both tables filtered by the same tenant value, so that on a tenant-sharded cluster (Citus) the
+  // locking statement is a one-shard router query (a join on o.tenant_id alone is refused there).
   const r = await prepared(tx, 'objects.lock+type', `SELECT ${COLS},
-      (SELECT t.published_version FROM object_types t WHERE t.tenant_id = o.tenant_id AND t.id = o.type_id AND t.deleted_at IS NULL) AS type_published_version
-    FROM objects o WHERE o.id = ? AND o.tenant_id = ? AND o.deleted_at IS NULL FOR UPDATE OF o`, [id, tenantId])
+      (SELECT t.published_version FROM object_types t WHERE t.tenant_id = ? AND t.id = o.type_id AND t.deleted_at IS NULL) AS type_published_version
+    FROM objects o WHERE o.id = ? AND o.tenant_id = ? AND o.deleted_at IS NULL FOR UPDATE OF o`, [tenantId, id, tenantId])
   return r.rows[0] ?? null
 }
 
