@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto'
 import knexFactory, { type Knex } from 'knex'
 import pg from 'pg'
 import { AppError } from './errors.js'
@@ -167,8 +168,24 @@ export type Bindings = Knex.RawBinding[]
  * must belong to exactly one SQL text; use it only where the text never varies.
  */
 export function prepared (db: Queryable, name: string, sql: string, bindings: Bindings): PromiseLike<any> {
-  if (db.isTransaction === true || engineOf(db).kind !== 'postgres' || !bindings.every(plainValue)) return db.raw(sql, bindings).options({ name })
+  if (!direct(db, bindings)) return db.raw(sql, bindings).options({ name })
   return onPool(db as Knex, name, sql, bindings)
+}
+
+const statementNames = new Map<string, string>()
+/**
+ * A prepared statement's name for a text built at run time from a few shapes (a list's sort and
+ * filter, a tile's layer fields, an outcome's columns): `prefix.` and a digest of the text,
+ * remembered per text so that a hot path does not hash it again on every call.
+ */
+export function statementName (prefix: string, text: string): string {
+  let name = statementNames.get(text)
+  if (name === undefined) {
+    name = `${prefix}.${createHash('sha256').update(text).digest('base64url').slice(0, 22)}`
+    if (statementNames.size >= 2000) statementNames.clear()
+    statementNames.set(text, name)
+  }
+  return name
 }
 
 // The pool's direct path for prepared statements (the hot reads: get by id, a cold tile): knex's
@@ -183,13 +200,17 @@ let directQueries = 0
 const plainValue = (v: unknown): boolean =>
   v === null || (typeof v !== 'object' && typeof v !== 'function' && v !== undefined) || v instanceof Date || Buffer.isBuffer(v) || Array.isArray(v)
 
+/** Whether a statement on `db` with `bindings` can take the pool's direct path. */
+const direct = (db: Queryable, bindings: Bindings): boolean =>
+  db.isTransaction !== true && engineOf(db).kind === 'postgres' && bindings.every(plainValue)
+
 /**
  * The same for a statement whose one row has one bytea column (a vector tile): resolves to its
  * bytes, read in binary (lib/pg-bytes: no hex text, no string of the tile's size on the heap).
  * Empty when there is no row or the value is NULL.
  */
 export async function preparedBytes (db: Queryable, name: string, sql: string, bindings: Bindings): Promise<Buffer> {
-  if (db.isTransaction === true || engineOf(db).kind !== 'postgres' || !bindings.every(plainValue)) {
+  if (!direct(db, bindings)) {
     const r = await db.raw(sql, bindings).options({ name })
     const v = r.rows[0] === undefined ? null : Object.values(r.rows[0])[0]
     return Buffer.isBuffer(v) ? v : Buffer.alloc(0)

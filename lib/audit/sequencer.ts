@@ -20,14 +20,10 @@ export async function sequencePending (db: Db | Tx, tenantId: string): Promise<n
 }
 
 /**
- * sequencePending for the background Sequencer: null, having waited for nothing, when another
+ * With `skipLocked` (the background Sequencer): null, having waited for nothing, when another
  * transaction holds the tenant's head (another worker's or API's sequencer, which sequences what
  * it finds; the caller tries again shortly for what committed after that holder's read).
  */
-async function sequenceUnlessBusy (db: Db, tenantId: string): Promise<number | null> {
-  return sequenceAll(db, tenantId, true)
-}
-
 async function sequenceAll (db: Db | Tx, tenantId: string, skipLocked: boolean): Promise<number | null> {
   let total = 0
   for (;;) {
@@ -84,17 +80,17 @@ export class Sequencer {
     }
     const run = (async () => {
       try {
+        let busy = false
         do {
           // Every run, the first and each one a kick asked for meanwhile, waits for the window
           // first: under steady writes, runs come once per window, not back to back.
-          if (this.batchMs > 0) await new Promise(resolve => setTimeout(resolve, this.batchMs))
+          const wait = busy ? Math.max(this.batchMs, 10) : this.batchMs
+          if (wait > 0) await new Promise(resolve => setTimeout(resolve, wait))
           this.again.delete(tenantId)
           // Another process holds the head: it sequences what had committed when it read; what
           // committed after is ours, once it is done (a pool connection waits for nothing meanwhile).
-          if (await sequenceUnlessBusy(this.db, tenantId) === null) {
-            this.again.add(tenantId)
-            await new Promise(resolve => setTimeout(resolve, Math.max(this.batchMs, 10)))
-          }
+          busy = await sequenceAll(this.db, tenantId, true) === null
+          if (busy) this.again.add(tenantId)
         } while (this.again.has(tenantId))
       } catch (err) {
         this.onError(err)

@@ -1,5 +1,4 @@
-import { createHash } from 'node:crypto'
-import { prepared, type Bindings, type Queryable, type Tx } from '../db.js'
+import { prepared, statementName, type Bindings, type Queryable, type Tx } from '../db.js'
 import type { FoldedStatement } from '../pipeline.js'
 import type { RuleContent } from './definition.js'
 
@@ -297,17 +296,6 @@ export async function ruleForIngress (db: Queryable, tenantId: string, ruleId: s
  */
 const STAT_SLOTS = 1024
 
-const textIds = new Map<string, string>()
-/** A short name for a statement text (one name per text). */
-function textId (text: string): string {
-  let id = textIds.get(text)
-  if (id === undefined) {
-    id = createHash('sha256').update(text).digest('base64url').slice(0, 16)
-    if (textIds.size >= 100) textIds.clear()
-    textIds.set(text, id)
-  }
-  return id
-}
 function countExecution (from: string): string {
   return `INSERT INTO automation_rule_stats (tenant_id, rule_id, slot, executed) SELECT ?, rule_id, (pg_backend_pid() % ${STAT_SLOTS})::smallint, 1 FROM ${from}
     ON CONFLICT (tenant_id, rule_id, slot) DO UPDATE SET executed = automation_rule_stats.executed + 1`
@@ -336,7 +324,7 @@ export function finishRunFolded (tx: Tx, tenantId: string, id: string, patch: Pa
     bindings: [...update.bindings, tenantId, JSON.stringify(change)],
     // The text depends only on which columns the outcome sets (a handful of shapes): named after
     // its text, the statement is planned once per connection and shape instead of at every run.
-    name: `automation.finish-run.${textId(update.sql)}`
+    name: statementName('automation.finish-run', update.sql)
   }
 }
 

@@ -1,6 +1,5 @@
-import { createHash } from 'node:crypto'
 import { escapeLiteral } from 'pg'
-import { engineOf, preparedBytes, type Queryable } from '../db.js'
+import { engineOf, preparedBytes, statementName, type Queryable } from '../db.js'
 import * as objects from '../objects/index.js'
 import * as queries from '../queries/index.js'
 import { featureSql, mvtAttributesSql, type FieldSelection } from './selection.js'
@@ -111,20 +110,7 @@ export async function renderTile (db: Queryable, s: Scope, fields: FieldSelectio
         ${mvtAttributesSql(fields)} AS attrs
       FROM ${source(s)} o, box WHERE o.geom && box.g AND ${s.where}
     ) t WHERE t.geom IS NOT NULL`
-  return preparedBytes(db, statementName(f.text), f.text, f.params)
-}
-
-// Statement names by text: a text is one of a few shapes per layer, and a cold tile should not
-// hash it again on every request.
-const statementNames = new Map<string, string>()
-function statementName (text: string): string {
-  let name = statementNames.get(text)
-  if (name === undefined) {
-    name = `layers.tile.${createHash('sha1').update(text).digest('base64url')}`
-    if (statementNames.size >= 1000) statementNames.clear()
-    statementNames.set(text, name)
-  }
-  return name
+  return preparedBytes(db, statementName('layers.tile', f.text), f.text, f.params)
 }
 
 /**

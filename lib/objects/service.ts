@@ -217,10 +217,15 @@ function publicIdTaken (items: sql.NewObjectChange[], listField: string, detail:
 /** Locks the live object and checks the caller's version; the start of every object change. */
 export async function lockForChange (ctx: ServiceContext, tx: Tx, id: string, expectedVersion: number | null): Promise<sql.ObjectRow> {
   const current = (isUuid(id) ? await sql.lockObject(tx, ctx.tenantId, id) : null) ?? notFound('object', id)
+  assertVersion(current, expectedVersion)
+  return current
+}
+
+/** 409 VERSION_CONFLICT unless the caller's If-Match version (null: none given) is the current one. */
+function assertVersion (current: sql.ObjectRow, expectedVersion: number | null): void {
   if (expectedVersion !== null && current.version !== expectedVersion) {
     throw new AppError('VERSION_CONFLICT', `object is at version ${current.version}, not ${expectedVersion}`, { currentVersion: current.version })
   }
-  return current
 }
 
 /** RFC 7396 over the current attributes; the patch is checked first, as merging recurses through it. */
@@ -239,9 +244,7 @@ function mergeAttributes (current: Record<string, unknown>, patch: Record<string
 async function lockForPatch (ctx: ServiceContext, tx: Tx, id: string, expectedVersion: number | null): Promise<{ current: sql.ObjectRow, pub: objectTypes.Published | null }> {
   const locked = (isUuid(id) ? await sql.lockObjectWithType(tx, ctx.tenantId, id) : null) ?? notFound('object', id)
   const { type_published_version: published, ...current } = locked
-  if (expectedVersion !== null && current.version !== expectedVersion) {
-    throw new AppError('VERSION_CONFLICT', `object is at version ${current.version}, not ${expectedVersion}`, { currentVersion: current.version })
-  }
+  assertVersion(current, expectedVersion)
   if (published === null) return { current, pub: null }
   let pub = await objectTypes.publishedType(tx, ctx.tenantId, current.type_id)
   if (pub === null || pub.version !== published) pub = await objectTypes.publishedType(tx, ctx.tenantId, current.type_id, { fresh: true })

@@ -1,5 +1,4 @@
-import { createHash } from 'node:crypto'
-import { prepared, type Bindings, type Queryable, type Statement, type Tx } from '../db.js'
+import { prepared, statementName, type Bindings, type Queryable, type Statement, type Tx } from '../db.js'
 import type { Geometry } from '../geo/geojson.js'
 import { boundedCount, type Total } from '../counting.js'
 import type { FoldedStatement } from '../pipeline.js'
@@ -275,7 +274,7 @@ export async function listObjectsJson (db: Queryable, tenantId: string, t: TimeP
   // are bound): prepared, it is planned once per connection instead of on every page (planning
   // cost more than running it on a loaded machine). Its plan is an index walk whatever the values.
   const current = t.asOf === undefined && t.validAt === undefined
-  const name = `objects.list.${createHash('sha1').update(text).digest('hex').slice(0, 16)}`
+  const name = statementName('objects.list', text)
   const r = await (current ? prepared(db, name, text, bindings) : db.raw(text, bindings))
   return r.rows[0]
 }

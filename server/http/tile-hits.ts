@@ -1,5 +1,4 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import type { Context } from 'koa'
 import type { RateLimiterAbstract } from 'rate-limiter-flexible'
 import type { Config } from '../../lib/config.js'
 import type { Logger } from '../../lib/log.js'
@@ -7,7 +6,7 @@ import * as access from '../../lib/access/index.js'
 import * as policy from '../../lib/policy/index.js'
 import * as license from '../../lib/license/index.js'
 import * as layers from '../../lib/layers/index.js'
-import { serviceContext, type AuthDeps } from '../middleware/auth.js'
+import { bearerToken, serviceContext, type AuthDeps } from '../middleware/auth.js'
 import { lazyChildLog, requestIdOf, type RequestRecorder } from '../middleware/observe.js'
 import { LIMIT_DECIDED, decide, identityKey, limitHeaders } from '../middleware/rate-limit.js'
 
@@ -28,7 +27,6 @@ import { LIMIT_DECIDED, decide, identityKey, limitHeaders } from '../middleware/
 
 export const TILE_ROUTE = '/v1/layers/tiles/:layer/:z/:x/:y'
 const TILE_PATH = /^\/v1\/layers\/tiles\/([a-z0-9][a-z0-9_-]{0,62})\/(\d{1,2})\/(\d{1,9})\/(\d{1,9}(?:\.mvt|\.pbf)?)$/
-const BEARER = /^Bearer\s+(\S+)\s*$/i
 const TILE_TYPE = 'application/vnd.mapbox-vector-tile'
 
 export interface TileHitDeps {
@@ -54,8 +52,7 @@ export function withTileHits (deps: TileHitDeps, koa: Handler): Handler {
 /** True when answered; false leaves the request to Koa (nothing written). */
 async function serve (deps: TileHitDeps, req: IncomingMessage, res: ServerResponse, m: RegExpExecArray): Promise<boolean> {
   const started = performance.now()
-  const auth = BEARER.exec(req.headers.authorization ?? '')
-  const check = access.verifyAccessToken(deps.config.auth, auth === null ? null : auth[1])
+  const check = access.verifyAccessToken(deps.config.auth, bearerToken(req.headers.authorization))
   if (!check.ok) return false
   let t: layers.TileCoordinates
   try { t = layers.parseTile(m[2], m[3], m[4]) } catch { return false }
@@ -67,7 +64,7 @@ async function serve (deps: TileHitDeps, req: IncomingMessage, res: ServerRespon
   if (!access.can(permissions, 'objects', 'read')) return false
   const state: Record<string, unknown> = { requestId: requestIdOf(req.headers['x-request-id']), identity: id }
   lazyChildLog(state, deps.log, state.requestId as string)
-  const service = serviceContext(deps.auth, id, { state } as unknown as Context, permissions)
+  const service = serviceContext(deps.auth, id, state, permissions)
   let r: layers.Rendered
   try {
     if (deps.config.license.publicKey !== null) await license.assertFeature(service, 'tiles')

@@ -15,11 +15,13 @@ export interface AuthDeps {
   jobs: JobSender | null
 }
 
-function bearer (ctx: Context): string | null {
-  const h = ctx.get('Authorization')
-  const m = /^Bearer\s+(\S+)\s*$/i.exec(h)
+/** The token of an `Authorization: Bearer <token>` header value, or null. */
+export function bearerToken (header: string | undefined): string | null {
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(header ?? '')
   return m ? m[1] : null
 }
+
+const bearer = (ctx: Context): string | null => bearerToken(ctx.get('Authorization'))
 
 /** Reads the token without refusing yet, so the rate limiter can key on the identity. */
 export function identify (deps: AuthDeps): Middleware {
@@ -50,7 +52,7 @@ export function requireIdentity (deps: AuthDeps): Middleware {
       throw new AppError('UNAUTHORIZED', `authentication failed: ${failure.reason}`, { reason: failure.reason })
     }
     const id = ctx.state.identity as access.Identity
-    ctx.state.service = serviceContext(deps, id, ctx, await policy.permissionsFor(deps.db, id.tenant, id.roles, id.scope))
+    ctx.state.service = serviceContext(deps, id, ctx.state, await policy.permissionsFor(deps.db, id.tenant, id.roles, id.scope))
     return next()
   }
 }
@@ -59,8 +61,7 @@ export function requireIdentity (deps: AuthDeps): Middleware {
  * `permissions`: the effective ones after the tenant policy (lib/policy permissionsFor). `log` is
  * read from the request when first used (observe makes the child logger lazily).
  */
-export function serviceContext (deps: AuthDeps, id: access.Identity, ctx: Context, permissions: access.Permissions): ServiceContext {
-  const state = ctx.state
+export function serviceContext (deps: AuthDeps, id: access.Identity, state: Record<string, any>, permissions: access.Permissions): ServiceContext {
   return {
     tenantId: id.tenant,
     actor: { sub: id.sub, roles: id.roles },
