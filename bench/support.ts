@@ -25,19 +25,22 @@ export async function throughput (total: number, concurrency: number, op: (i: nu
 
 /**
  * Measures a candidate and its baseline in alternating rounds (so drift on a shared machine hits
- * both alike) and reports the median of each. Ratio = candidate / baseline.
+ * both alike) and reports the median of each. Ratio = candidate / baseline. An optional third
+ * side (the core bench's HTTP floor) runs between them in each round.
  */
-export async function compare (rounds: number, candidate: () => Promise<number>, baseline: () => Promise<number>): Promise<{ candidate: number, baseline: number, ratio: number }> {
+export async function compare (rounds: number, candidate: () => Promise<number>, baseline: () => Promise<number>, third?: () => Promise<number>): Promise<{ candidate: number, baseline: number, ratio: number, third?: number }> {
   const c: number[] = []
   const b: number[] = []
+  const t: number[] = []
   for (let r = 0; r < rounds; r++) {
     b.push(await baseline())
+    if (third !== undefined) t.push(await third())
     c.push(await candidate())
   }
   const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)]
   const mc = median(c)
   const mb = median(b)
-  return { candidate: mc, baseline: mb, ratio: mc / mb }
+  return { candidate: mc, baseline: mb, ratio: mc / mb, ...(third !== undefined ? { third: median(t) } : {}) }
 }
 
 export function row (label: string, r: { candidate: number, baseline: number, ratio: number }, unit = 'ops/s'): string {

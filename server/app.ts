@@ -32,6 +32,7 @@ import { registerOgcRoutes } from './routes/ogc.js'
 import { registerMapPage } from './map/index.js'
 import { groupedRoutes } from './http/route-groups.js'
 import { withTileHits } from './http/tile-hits.js'
+import { withHotReads } from './http/hot-reads.js'
 import * as layers from '../lib/layers/index.js'
 import type { RenderCache } from '../lib/layers/index.js'
 
@@ -103,10 +104,11 @@ export function createApp (appDeps: AppDeps): Koa {
   app.use(groupedRoutes(router))
   app.use(router.allowedMethods())
   app.on('error', () => { /* answered by errorBodies; logged there */ })
-  // Tile requests first try the HTTP edge's fast path (server/http/tile-hits.ts); app.listen and
-  // the tests' app.callback() both get the wrapped handler.
+  // Tile requests and the hottest object reads first try the HTTP edge's fast paths
+  // (server/http/tile-hits.ts, hot-reads.ts); app.listen and the tests' app.callback() both get
+  // the wrapped handler.
   const koaCallback = app.callback.bind(app)
   const tileHits = { config: deps.config, auth: authDeps, log: deps.log, limiter, cache: deps.renderCache, recorder }
-  app.callback = (() => withTileHits(tileHits, koaCallback() as (req: IncomingMessage, res: ServerResponse) => void)) as unknown as typeof app.callback
+  app.callback = (() => withTileHits(tileHits, withHotReads(tileHits, koaCallback() as (req: IncomingMessage, res: ServerResponse) => void))) as unknown as typeof app.callback
   return app
 }
