@@ -3,7 +3,7 @@ import { fork } from 'node:child_process'
 import pg from 'pg'
 import type { Db } from '../lib/db.js'
 import { AREA, seedCity, type City } from './city.js'
-import { compare, freePort, http, throughput, workerChores } from './support.js'
+import { compare, freePort, http, httpText, throughput, workerChores } from './support.js'
 import { BBOX_SQL, DWITHIN_SQL, RAW_BATCH, RAW_CREATE, RAW_GET, rawList, rawSpatial } from './raw-sql.js'
 
 // The core paths over HTTP against the physical limit: the best raw SQL for the same answer
@@ -91,11 +91,13 @@ export async function benchCore (env: CoreBenchEnv, say: (line: string) => void)
   const token = env.tokenFor(city.tenantId)
   const pool = new pg.Pool({ connectionString: env.databaseUrl, max: 16 })
   const get = (path: string) => http(env, token, 'GET', path)
+  // The timed sides read every answer as text (the raw side receives PostgreSQL's JSON as text).
+  const timed = (method: string, path: string, body?: unknown, t = token) => httpText(env, t, method, path, body)
   const floor = await startFloor(env.databaseUrl)
   // The floor side of a path: its raw statement by name, with the raw side's parameters.
   const viaFloor = (name: string, params: unknown[], post = false) => post
-    ? http(floor, '', 'POST', `/q/${name}`, params)
-    : http(floor, '', 'GET', `/q/${name}?p=${encodeURIComponent(JSON.stringify(params))}`)
+    ? httpText(floor, '', 'POST', `/q/${name}`, params)
+    : httpText(floor, '', 'GET', `/q/${name}?p=${encodeURIComponent(JSON.stringify(params))}`)
   const measure: Measure = async (path, goal, n, c, ours, raw, viaHttp) => {
     const r = await compare(env.rounds, () => throughput(n, c, async i => { await ours(i) }), () => throughput(n, c, async i => { await raw(i) }),
       viaHttp === undefined ? undefined : () => throughput(n, c, async i => { await viaHttp(i) }))
@@ -112,17 +114,16 @@ export async function benchCore (env: CoreBenchEnv, say: (line: string) => void)
     const rawTenant = city.tenantId
     const typeId = city.typeIds[0]
     const actor = JSON.stringify({ sub: 'bench', roles: ['owner'] })
-    const created: string[] = []
     for (const [c, n] of [[1, 300], [16, 1500]] as const) {
       const rawCreate = (i: number) => [randomUUID(), rawTenant, typeId, JSON.stringify(attrs(i)), JSON.stringify(point(i)), actor]
       await measure(`create, c${c}`, 0.5, n, c,
-        async i => { created.push((await http(env, token, 'POST', '/v1/objects', { typeId, attributes: attrs(i), geometry: point(i) })).id) },
+        i => timed('POST', '/v1/objects', { typeId, attributes: attrs(i), geometry: point(i) }),
         i => pool.query(RAW_CREATE, rawCreate(i)),
         i => viaFloor('create', rawCreate(i), true))
     }
     const ids = (await pool.query('SELECT id FROM objects WHERE tenant_id = $1 ORDER BY random() LIMIT 5000', [city.tenantId])).rows.map(r => r.id as string)
     for (const [c, n] of [[1, 1000], [16, 5000]] as const) {
-      await measure(`get by id, c${c}`, c === 16 ? 0.6 : null, n, c, i => get(`/v1/objects/${ids[i % ids.length]}`), i => pool.query(RAW_GET, [ids[i % ids.length], city.tenantId]),
+      await measure(`get by id, c${c}`, c === 16 ? 0.6 : null, n, c, i => timed('GET', `/v1/objects/${ids[i % ids.length]}`), i => pool.query(RAW_GET, [ids[i % ids.length], city.tenantId]),
         i => viaFloor('get', [ids[i % ids.length], city.tenantId]))
     }
     for (const dir of ['asc', 'desc'] as const) {
@@ -130,7 +131,7 @@ export async function benchCore (env: CoreBenchEnv, say: (line: string) => void)
       const text = rawList(dir === 'asc' ? 'ASC' : 'DESC')
       sameAnswer(`list ${dir}`, await get(path), await rawBody(text, [city.tenantId]))
       for (const [c, n] of [[1, 200], [10, 600]] as const) {
-        await measure(`list 100 by createdAt ${dir}, c${c}`, 0.5, n, c, () => get(path), () => pool.query(text, [city.tenantId]), () => viaFloor(`list-${dir}`, [city.tenantId]))
+        await measure(`list 100 by createdAt ${dir}, c${c}`, 0.5, n, c, () => timed('GET', path), () => pool.query(text, [city.tenantId]), () => viaFloor(`list-${dir}`, [city.tenantId]))
       }
     }
     const box = await boxHolding(pool, city.tenantId, 1000)
@@ -139,7 +140,7 @@ export async function benchCore (env: CoreBenchEnv, say: (line: string) => void)
     sameAnswer('bbox', await http(env, token, 'POST', '/v1/queries/objects/run', bboxBody), await rawBody(bboxSql, [city.tenantId, ...box]))
     for (const [c, n] of [[1, 60], [10, 200]] as const) {
       await measure(`bbox 1,000 of 100,000, c${c}`, c === 10 ? 0.67 : null, n, c,
-        () => http(env, token, 'POST', '/v1/queries/objects/run', bboxBody), () => pool.query(bboxSql, [city.tenantId, ...box]), () => viaFloor('bbox', [city.tenantId, ...box]))
+        () => timed('POST', '/v1/queries/objects/run', bboxBody), () => pool.query(bboxSql, [city.tenantId, ...box]), () => viaFloor('bbox', [city.tenantId, ...box]))
     }
     const center: [number, number] = [(AREA.minX + AREA.maxX) / 2, (AREA.minY + AREA.maxY) / 2]
     const meters = await radiusHolding(pool, city.tenantId, center, 1000)
@@ -147,19 +148,19 @@ export async function benchCore (env: CoreBenchEnv, say: (line: string) => void)
     const dwithinSql = rawSpatial(DWITHIN_SQL)
     sameAnswer('dwithin', await http(env, token, 'POST', '/v1/queries/objects/run', dwithinBody), await rawBody(dwithinSql, [city.tenantId, ...center, meters]))
     await measure('dwithin 1,000 of 100,000, c10', 0.67, 200, 10,
-      () => http(env, token, 'POST', '/v1/queries/objects/run', dwithinBody), () => pool.query(dwithinSql, [city.tenantId, ...center, meters]),
+      () => timed('POST', '/v1/queries/objects/run', dwithinBody), () => pool.query(dwithinSql, [city.tenantId, ...center, meters]),
       () => viaFloor('dwithin', [city.tenantId, ...center, meters]))
     // Batch: 1,000 objects per request against one multi-row statement writing the same rows.
     const batch = (k: number) => Array.from({ length: 1000 }, (_, i) => ({ typeId, attributes: attrs(k * 1000 + i), geometry: point(k * 1000 + i) }))
     const rawBatchParams = (k: number) => [JSON.stringify(batch(k).map((o, n) => ({ n, id: randomUUID(), attributes: o.attributes, geometry: o.geometry }))), rawTenant, typeId, actor]
     const rawBatch = (k: number) => pool.query(RAW_BATCH, rawBatchParams(k))
     await measure('batch create 1,000, c1 (batches/s)', 0.5, 4, 1,
-      k => http(env, token, 'POST', '/v1/objects/batch', { items: batch(k) }),
+      k => timed('POST', '/v1/objects/batch', { items: batch(k) }),
       k => rawBatch(k), k => viaFloor('batch', rawBatchParams(k), true))
 
     // Bulk loading through the API: 1,000 per request, 4 requests in flight (the database works on
     // two of them at once on two cores), as objects/s, against the raw multi-row statement alike.
-    await measure('bulk load, 1,000 per request, c4 (batches/s)', 0.5, 12, 4, k => http(env, token, 'POST', '/v1/objects/batch', { items: batch(100 + k) }), k => rawBatch(100 + k),
+    await measure('bulk load, 1,000 per request, c4 (batches/s)', 0.5, 12, 4, k => timed('POST', '/v1/objects/batch', { items: batch(100 + k) }), k => rawBatch(100 + k),
       k => viaFloor('batch', rawBatchParams(100 + k), true))
     const bulk = figures[figures.length - 1]
     figures.push({ path: 'bulk load objects/s, c4 (goal: at least 6,200/s on a quiet machine)', raw: bulk.raw * 1000, ours: bulk.ours * 1000, ratio: bulk.ratio, goal: null, ...(bulk.floor !== undefined ? { floor: bulk.floor * 1000 } : {}) })
@@ -209,12 +210,12 @@ async function benchMillion (env: CoreBenchEnv, pool: pg.Pool, city: City, box: 
     const text = rawList(dir === 'asc' ? 'ASC' : 'DESC')
     sameAnswer(`list ${dir} 1M`, await http(env, token, 'GET', path), JSON.parse((await pool.query(text, [big.tenantId])).rows[0].body))
     for (const [c, n] of [[1, 200], [10, 600]] as const) {
-      await measure(`list 100 by createdAt ${dir} of 1,000,000, c${c}`, 0.5, n, c, () => http(env, token, 'GET', path), () => pool.query(text, [big.tenantId]), () => viaFloor(`list-${dir}`, [big.tenantId]))
+      await measure(`list 100 by createdAt ${dir} of 1,000,000, c${c}`, 0.5, n, c, () => httpText(env, token, 'GET', path), () => pool.query(text, [big.tenantId]), () => viaFloor(`list-${dir}`, [big.tenantId]))
     }
   }
   const bboxSql = rawSpatial(BBOX_SQL)
   await measure('bbox 1,000 of 100,000 beside 1,000,000, c10', 0.67, 200, 10,
-    () => http(env, cityToken, 'POST', '/v1/queries/objects/run', bboxBody), () => pool.query(bboxSql, [city.tenantId, ...box]), () => viaFloor('bbox', [city.tenantId, ...box]))
+    () => httpText(env, cityToken, 'POST', '/v1/queries/objects/run', bboxBody), () => pool.query(bboxSql, [city.tenantId, ...box]), () => viaFloor('bbox', [city.tenantId, ...box]))
   const beside = figures[figures.length - 1]
   if (bboxAlone !== undefined) {
     figures.push({ path: 'bbox beside 1,000,000 / alone (ours, c10)', raw: bboxAlone.ours, ours: beside.ours, ratio: beside.ours / bboxAlone.ours, goal: 0.83 })
