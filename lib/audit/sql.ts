@@ -1,4 +1,4 @@
-import type { Bindings, Queryable, Statement, Tx } from '../db.js'
+import { prepared, type Bindings, type Queryable, type Statement, type Tx } from '../db.js'
 import type { StoredNode } from './merkle.js'
 
 export interface AuditRow {
@@ -56,6 +56,10 @@ function bytes (a: Uint8Array[] | null): Buffer[] {
 
 export interface LockedHead { sequence: number, hash: string, frontier: Buffer[], treeSize: number }
 
+// Tenants whose chain head this process has seen: their head is locked in one round trip, not two
+// (the genesis insert is skipped). A head that is gone (a test's TRUNCATE) is created again.
+const knownHeads = new Set<string>()
+
 /**
  * Locks the tenant's chain head (creating it at genesis). Held until the transaction ends. The
  * frontier comes from the locked row version itself, so it is the one the last holder committed.
@@ -64,17 +68,28 @@ export async function lockHead (tx: Tx, tenantId: string, genesis: string): Prom
 /** With `skipLocked`: null at once when another transaction holds the head (nothing waits). */
 export async function lockHead (tx: Tx, tenantId: string, genesis: string, skipLocked: boolean): Promise<LockedHead | null>
 export async function lockHead (tx: Tx, tenantId: string, genesis: string, skipLocked = false): Promise<LockedHead | null> {
-  await tx.raw('INSERT INTO audit_heads (tenant_id, sequence, hash) VALUES (?, 0, ?) ON CONFLICT (tenant_id) DO NOTHING', [tenantId, genesis])
-  const q = tx('audit_heads').where({ tenant_id: tenantId }).forUpdate()
-  if (skipLocked) q.skipLocked()
-  const row = await q.first('sequence', 'hash', 'tree_frontier', 'tree_size')
-  if (row === undefined) return null
+  const known = knownHeads.has(tenantId)
+  if (!known) {
+    await prepared(tx, 'audit.head-create', 'INSERT INTO audit_heads (tenant_id, sequence, hash) VALUES (?, 0, ?) ON CONFLICT (tenant_id) DO NOTHING', [tenantId, genesis])
+  }
+  const r = await prepared(tx, skipLocked ? 'audit.head-lock-skip' : 'audit.head-lock',
+    `SELECT sequence, hash, tree_frontier, tree_size FROM audit_heads WHERE tenant_id = ? FOR UPDATE${skipLocked ? ' SKIP LOCKED' : ''}`, [tenantId])
+  const row = r.rows[0]
+  if (row === undefined) {
+    // Skipped (another transaction holds it), or gone though this process saw it: ask again once,
+    // creating it at genesis if it is gone.
+    if (!known) return null
+    knownHeads.delete(tenantId)
+    return lockHead(tx, tenantId, genesis, skipLocked)
+  }
+  if (knownHeads.size >= 100_000) knownHeads.clear()
+  knownHeads.add(tenantId)
   return { sequence: Number(row.sequence), hash: row.hash, frontier: bytes(row.tree_frontier), treeSize: Number(row.tree_size) }
 }
 
 // Uses audit_events_pending (partial index on unsequenced rows).
 export async function pendingEvents (tx: Tx, tenantId: string, limit: number): Promise<AuditRow[]> {
-  return tx('audit_events').where({ tenant_id: tenantId }).whereNull('sequence').orderBy('arrival').limit(limit).select('*')
+  return (await prepared(tx, 'audit.pending', 'SELECT * FROM audit_events WHERE tenant_id = ? AND sequence IS NULL ORDER BY arrival LIMIT ?', [tenantId, limit])).rows
 }
 
 export interface Appended {
@@ -91,7 +106,7 @@ export interface Appended {
  */
 export async function appendToChain (tx: Tx, tenantId: string, a: Appended): Promise<void> {
   const hex = (b: Buffer) => b.toString('hex')
-  await tx.raw(`
+  await prepared(tx, 'audit.append', `
     WITH nodes AS (
       INSERT INTO audit_tree_nodes (tenant_id, level, idx, hash)
       SELECT ?, level, idx, decode(hash, 'hex') FROM unnest(?::smallint[], ?::bigint[], ?::text[]) AS n(level, idx, hash)
@@ -110,8 +125,7 @@ export async function appendToChain (tx: Tx, tenantId: string, a: Appended): Pro
 }
 
 export async function tenantsWithPending (db: Queryable, limit = 100): Promise<string[]> {
-  const rows = await db.raw(`
-    SELECT DISTINCT tenant_id FROM audit_events WHERE sequence IS NULL LIMIT ?`, [limit])
+  const rows = await prepared(db, 'audit.pending-tenants', 'SELECT DISTINCT tenant_id FROM audit_events WHERE sequence IS NULL LIMIT ?', [limit])
   return rows.rows.map((r: { tenant_id: string }) => r.tenant_id)
 }
 

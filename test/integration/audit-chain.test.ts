@@ -215,4 +215,21 @@ describe('GET proof on a tampered chain', () => {
     assert.equal(p.valid, false)
     assert.equal(p.brokenAt, audit.PROOF_BATCH + 7)
   })
+
+  it('starts a head again at genesis when it is gone though this process has seen it', async () => {
+    // The background sequencer locks a head it has seen in one statement (no genesis insert); a
+    // head that disappeared (a test database emptied between runs) must not leave events pending.
+    const tenant = newTenant('regone')
+    const sequencer = new audit.Sequencer(db, err => { throw err }, 0)
+    const event = { type: 'object.updated', resourceType: 'object', resourceId: 'x', data: {} }
+    await audit.recordStandalone(db, tenant, null, event)
+    await sequencer.kick(tenant)
+    await assertIntactChain(db, tenant)
+    for (const table of ['audit_events', 'audit_tree_nodes', 'audit_heads']) await db(table).where({ tenant_id: tenant }).delete()
+    await audit.recordStandalone(db, tenant, null, event)
+    await audit.recordStandalone(db, tenant, null, event)
+    await sequencer.kick(tenant)
+    assert.equal((await assertIntactChain(db, tenant)).length, 2)
+    await sequencer.stop()
+  })
 })
