@@ -129,6 +129,26 @@ export function afterCommit (db: Queryable, fn: (pool: Db) => void): boolean {
 }
 
 /**
+ * Opens `n` connections of the pool at once (each held until all are open, so they are distinct)
+ * and loads PostGIS in each: a new backend spends tens of milliseconds of database CPU on its
+ * first geometry function, which a worker would otherwise pay in its first runs (measured: the
+ * first second of a fresh worker's drain finished nothing). Best effort: errors are the caller's
+ * to log, and a connection the pool later closes for idleness is opened cold again.
+ */
+export async function warmConnections (db: Db, n: number): Promise<void> {
+  if (engineOf(db).kind !== 'postgres' || n <= 0) return
+  let open = 0
+  let release: () => void = () => {}
+  const all = new Promise<void>(resolve => { release = resolve })
+  await Promise.all(Array.from({ length: n }, () => db.transaction(async tx => {
+    await tx.raw('SELECT ST_AsGeoJSON(NULL::geometry)')
+    if (++open === n) release()
+    // A pool smaller than n never opens them all: give up waiting after a second.
+    await Promise.race([all, new Promise(resolve => setTimeout(resolve, 1000).unref())])
+  })))
+}
+
+/**
  * Runs `fn` in the transaction `tx` just before its COMMIT (after everything the transaction's
  * own function did; not at all when it throws). Returns false, registering nothing, for a
  * transaction `withTransaction` did not open. Writes that hand their rows to a later statement of
