@@ -19,6 +19,10 @@ import { ensureTenant, isKnownTenant, rememberTenant } from './tenants/index.js'
  * else must run in its transaction, the statement runs alone (autocommit: atomic on its own), one
  * round trip instead of BEGIN, statement, COMMIT; otherwise it falls back to `runWrite`.
  *
+ * A write nested in a caller's transaction with `ctx.deferChanges` leaves its audit, outbox and
+ * counter rows to the transaction's next folded statement by the same tenant, actor and causation
+ * (an automation run's outcome), or to just before COMMIT: same transaction, one round trip less.
+ *
  * Invariant: a write that throws anywhere before COMMIT leaves nothing behind: no row, no
  * history version, no audit event, no outbox event. Later capabilities hook in through
  * `writeHooks`, never by wrapping an operation.
