@@ -4,12 +4,12 @@ import { readFile } from 'node:fs/promises'
 import { PgBoss } from 'pg-boss'
 import type { Db } from '../lib/db.js'
 import { benchTenant, compare, row, throughput } from './support.js'
-import { RUN_WORK_OPTIONS } from '../worker/automation.js'
+import { RUN_WORK_OPTIONS, workInLoops } from '../worker/automation.js'
 import { createQueues } from '../jobs/enqueue.js'
 
 // Automation end to end (issue 13, item 9): runs per second from ingress 202 to the effect
 // committed, with one and with two worker processes, against pg-boss's own send -> work rate in
-// the same run (the automation.run worker's own work options, RUN_WORK_OPTIONS). Then event-to-run latency at low load against pg-boss's own send -> start latency.
+// the same run (the automation.run worker's own work options and loops, RUN_WORK_OPTIONS and workInLoops). Then event-to-run latency at low load against pg-boss's own send -> start latency.
 
 export interface AutomationBenchEnv {
   db: Db
@@ -148,7 +148,8 @@ async function cpuTimes (db: Db, processes: number[]): Promise<{ workers: number
 /** pg-boss alone: RUNS sends from CLIENTS senders, worked by `workers` in-process workers. */
 async function bossRate (boss: PgBoss, workers: number): Promise<number> {
   let done = 0
-  const ids = await Promise.all(Array.from({ length: workers }, () => boss.work(BASELINE_QUEUE, RUN_WORK_OPTIONS, async jobs => { done += jobs.length })))
+  // The run worker's own loops (workInLoops: RUN_WORK_OPTIONS, fetching again after every batch).
+  const ids = (await Promise.all(Array.from({ length: workers }, () => workInLoops(boss, BASELINE_QUEUE, RUN_WORK_OPTIONS.localConcurrency, async jobs => { done += jobs.length })))).flat()
   const t0 = process.hrtime.bigint()
   await throughput(RUNS, CLIENTS, async i => { await boss.send(BASELINE_QUEUE, { i }) })
   while (done < RUNS) await new Promise(r => setTimeout(r, 20))

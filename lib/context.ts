@@ -43,6 +43,12 @@ export interface ServiceContext {
   sequencer: AuditKicker | null
   /** Set while an automation run applies its effect: stamped on the domain events it causes (loop guard). */
   causation?: Causation
+  /**
+   * A write nested in a caller's transaction may hand its audit, outbox and counter rows to that
+   * transaction's next folded write by the same actor (lib/pipeline): an automation run's effect,
+   * whose rows then go in one statement with the run's outcome.
+   */
+  deferChanges?: boolean
 }
 
 export interface Causation { depth: number, ruleId: string, runId: string }

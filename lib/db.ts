@@ -88,8 +88,8 @@ function instrument (db: Db): void {
   db.on('query-error', (err: unknown, q: { __knexQueryUid?: string, sql?: string }) => finish(err, q))
 }
 
-/** The pool and the after-commit callbacks of each transaction `withTransaction` opened. */
-const opened = new WeakMap<Tx, { pool: Db, callbacks: Array<(pool: Db) => void> }>()
+/** The pool, the before-COMMIT and the after-commit callbacks of each transaction `withTransaction` opened. */
+const opened = new WeakMap<Tx, { pool: Db, callbacks: Array<(pool: Db) => void>, before: Array<(tx: Tx) => Promise<void>> }>()
 
 /** Runs `fn` in a transaction on `db`, or inside the caller's transaction when `db` is one. */
 export async function withTransaction<T> (db: Queryable, fn: (tx: Tx) => Promise<T>): Promise<T> {
@@ -97,9 +97,13 @@ export async function withTransaction<T> (db: Queryable, fn: (tx: Tx) => Promise
   const callbacks: Array<(pool: Db) => void> = []
   let result: T
   try {
-    result = await (db as Knex).transaction(tx => {
-      opened.set(tx, { pool: db as Db, callbacks })
-      return fn(tx)
+    result = await (db as Knex).transaction(async tx => {
+      const before: Array<(tx: Tx) => Promise<void>> = []
+      opened.set(tx, { pool: db as Db, callbacks, before })
+      const value = await fn(tx)
+      // In order, each once; one may register another.
+      for (let i = 0; i < before.length; i++) await before[i](tx)
+      return value
     })
   } catch (err) {
     throw translatePgError(err)
@@ -121,6 +125,39 @@ export function afterCommit (db: Queryable, fn: (pool: Db) => void): boolean {
   const entry = opened.get(db as Tx)
   if (entry === undefined) return false
   entry.callbacks.push(fn)
+  return true
+}
+
+/**
+ * Opens `n` connections of the pool at once (each held until all are open, so they are distinct)
+ * and loads PostGIS in each: a new backend spends tens of milliseconds of database CPU on its
+ * first geometry function, which a worker would otherwise pay in its first runs (measured: the
+ * first second of a fresh worker's drain finished nothing). Best effort: errors are the caller's
+ * to log, and a connection the pool later closes for idleness is opened cold again.
+ */
+export async function warmConnections (db: Db, n: number): Promise<void> {
+  if (engineOf(db).kind !== 'postgres' || n <= 0) return
+  let open = 0
+  let release: () => void = () => {}
+  const all = new Promise<void>(resolve => { release = resolve })
+  await Promise.all(Array.from({ length: n }, () => db.transaction(async tx => {
+    await tx.raw('SELECT ST_AsGeoJSON(NULL::geometry)')
+    if (++open === n) release()
+    // A pool smaller than n never opens them all: give up waiting after a second.
+    await Promise.race([all, new Promise(resolve => setTimeout(resolve, 1000).unref())])
+  })))
+}
+
+/**
+ * Runs `fn` in the transaction `tx` just before its COMMIT (after everything the transaction's
+ * own function did; not at all when it throws). Returns false, registering nothing, for a
+ * transaction `withTransaction` did not open. Writes that hand their rows to a later statement of
+ * the same transaction (lib/pipeline `deferChanges`) write them here when no statement took them.
+ */
+export function beforeCommit (tx: Tx, fn: (tx: Tx) => Promise<void>): boolean {
+  const entry = opened.get(tx)
+  if (entry === undefined) return false
+  entry.before.push(fn)
   return true
 }
 

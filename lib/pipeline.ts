@@ -1,6 +1,6 @@
 import type { ServiceContext } from './context.js'
 import type { Queryable, Tx } from './db.js'
-import { afterCommit, prepared, runStatements, translatePgError, withTransaction, type Bindings, type Statement } from './db.js'
+import { afterCommit, beforeCommit, prepared, runStatements, translatePgError, withTransaction, type Bindings, type Statement } from './db.js'
 import * as access from './access/index.js'
 import * as audit from './audit/index.js'
 import * as outbox from './outbox/index.js'
@@ -18,6 +18,10 @@ import { ensureTenant, isKnownTenant, rememberTenant } from './tenants/index.js'
  * `runStatementWrite` is the same pipeline for a write that is one folded statement: when nothing
  * else must run in its transaction, the statement runs alone (autocommit: atomic on its own), one
  * round trip instead of BEGIN, statement, COMMIT; otherwise it falls back to `runWrite`.
+ *
+ * A write nested in a caller's transaction with `ctx.deferChanges` leaves its audit, outbox and
+ * counter rows to the transaction's next folded statement by the same tenant, actor and causation
+ * (an automation run's outcome), or to just before COMMIT: same transaction, one round trip less.
  *
  * Invariant: a write that throws anywhere before COMMIT leaves nothing behind: no row, no
  * history version, no audit event, no outbox event. Later capabilities hook in through
@@ -145,6 +149,7 @@ async function guard (ctx: ServiceContext, spec: WriteSpec): Promise<void> {
 
 async function transact<T> (ctx: ServiceContext, spec: WriteSpec, operation: (w: WriteScope) => Promise<T>): Promise<T> {
   const changes: Change[] = [] // every change of the write, as hooks see them
+  const nested = ctx.db.isTransaction === true
   const result = await withTransaction(ctx.db, async tx => {
     await ensureTenant(tx, ctx.tenantId)
     const recorded: Change[] = [] // those still to be written
@@ -158,12 +163,9 @@ async function transact<T> (ctx: ServiceContext, spec: WriteSpec, operation: (w:
       }
     })
     for (const hook of writeHooks.record) for (const c of hook(ctx, spec)) { changes.push(c); recorded.push(c) }
-    // Audit, outbox and counter rows in one round trip.
-    await runStatements(tx, [
-      audit.recordStatement(ctx.tenantId, ctx.actor, recorded.flatMap(c => c.audit ? [c.audit] : [])),
-      outbox.emitStatement(ctx.tenantId, recorded.flatMap(c => c.event ? [c.event] : []), ctx.causation),
-      counters.addStatement(ctx.tenantId, recorded.flatMap(c => c.counts ?? []))
-    ].filter((s): s is Statement => s !== null))
+    // Audit, outbox and counter rows in one round trip, or handed to the transaction's next
+    // folded statement (a nested write that asked for it: ctx.deferChanges).
+    if (!(nested && ctx.deferChanges === true && await defer(ctx, spec, tx, recorded))) await writeChanges(ctx, tx, recorded)
     for (const hook of writeHooks.inTransaction) await hook(ctx, tx, spec, changes)
     if (ctx.config.auditSequencing === 'sync') await audit.sequencePending(tx, ctx.tenantId)
     return value
@@ -171,6 +173,65 @@ async function transact<T> (ctx: ServiceContext, spec: WriteSpec, operation: (w:
   rememberTenant(ctx.tenantId)
   finish(ctx, spec, changes)
   return result
+}
+
+async function writeChanges (ctx: ServiceContext, tx: Tx, recorded: Change[]): Promise<void> {
+  await runStatements(tx, [
+    audit.recordStatement(ctx.tenantId, ctx.actor, recorded.flatMap(c => c.audit ? [c.audit] : [])),
+    outbox.emitStatement(ctx.tenantId, recorded.flatMap(c => c.event ? [c.event] : []), ctx.causation),
+    counters.addStatement(ctx.tenantId, recorded.flatMap(c => c.counts ?? []))
+  ].filter((s): s is Statement => s !== null))
+}
+
+/**
+ * Changes of nested writes waiting in their transaction (ctx.deferChanges): the next folded
+ * statement of that transaction by the same tenant, actor and causation writes them as its first
+ * change rows (one round trip less: an automation run's effect and its outcome); else they are
+ * written before COMMIT (lib/db beforeCommit). Either way in the write's transaction, so they
+ * commit with it or not at all, and in the order the writes made them.
+ */
+interface Deferred { ctx: ServiceContext, identity: string, changes: Change[] }
+const deferred = new WeakMap<Tx, Deferred>()
+
+const identityOf = (ctx: ServiceContext): string =>
+  JSON.stringify([ctx.tenantId, ctx.actor.sub, ctx.actor.roles, ctx.causation ?? null])
+
+/**
+ * Defers `recorded` when nothing in the transaction reads them before they would be written:
+ * async audit sequencing, and no in-transaction hook with anything to do for this write (such a
+ * hook, the license quota, reads the write's counter deltas). False: write them now.
+ */
+async function defer (ctx: ServiceContext, spec: WriteSpec, tx: Tx, recorded: Change[]): Promise<boolean> {
+  if (ctx.config.auditSequencing === 'sync') return false
+  for (const hook of writeHooks.inTransaction) if (hook.inStatement === undefined || await hook.inStatement(ctx, spec) !== 'none') return false
+  const identity = identityOf(ctx)
+  const held = deferred.get(tx)
+  if (held !== undefined) {
+    if (held.identity !== identity) return false
+    held.changes.push(...recorded)
+    return true
+  }
+  if (!beforeCommit(tx, flushDeferred)) return false
+  deferred.set(tx, { ctx, identity, changes: [...recorded] })
+  return true
+}
+
+/** Writes the transaction's deferred changes, if any are still waiting. */
+async function flushDeferred (tx: Tx): Promise<void> {
+  const held = deferred.get(tx)
+  if (held === undefined) return
+  deferred.delete(tx)
+  await writeChanges(held.ctx, tx, held.changes)
+}
+
+/** The deferred changes a folded statement by `ctx` on `db` writes as its own (others are flushed first). */
+async function takeDeferred (ctx: ServiceContext, db: Queryable): Promise<Change[]> {
+  if (db.isTransaction !== true) return []
+  const held = deferred.get(db as Tx)
+  if (held === undefined) return []
+  if (held.identity !== identityOf(ctx)) { await flushDeferred(db as Tx); return [] }
+  deferred.delete(db as Tx)
+  return held.changes
 }
 
 /**
@@ -192,6 +253,7 @@ function finish (ctx: ServiceContext, spec: WriteSpec, changes: Change[]): void 
  * the change rows. On `db` (a transaction, or the pool: autocommit).
  */
 async function runFolded (ctx: ServiceContext, db: Queryable, s: FoldedStatement, checks: StatementCheck[]): Promise<Array<{ result: unknown, change: Change }>> {
+  const held = await takeDeferred(ctx, db)
   const part = (key: string) => `(SELECT ch.change->'${key}', ch.n FROM ch WHERE ch.change->'${key}' IS NOT NULL) AS e(v, n)`
   const gated = checks.length > 0
   const writes = [
@@ -204,10 +266,16 @@ async function runFolded (ctx: ServiceContext, db: Queryable, s: FoldedStatement
         FROM ch, jsonb_array_elements(coalesce(ch.change->'counts', '[]')) d)`,
       `gate AS MATERIALIZED (SELECT ${checks.map(c => `(${c.sql})`).join(' AND ')} AS ok)`]
     : []
-  const text = `WITH ${[...s.ctes, `ch AS MATERIALIZED (${s.select})`, ...gate, ...writes.map((w, i) => `w${i} AS (${w.sql})`)].join(',\n')}
-    SELECT ch.result, ch.change FROM ch ORDER BY ch.n`
-  const bindings = [...s.bindings, ...checks.flatMap(c => c.bindings), ...writes.flatMap(w => w.bindings)]
-  const name = s.name === undefined ? undefined : [`${s.name}+changes`, ...checks.map(c => c.name)].join('+')
+  // Deferred changes of earlier writes come first (n below the statement's own), and are not
+  // results of this statement.
+  const rows = held.length === 0
+    ? s.select
+    : `SELECT o.n::bigint AS n, o.result, o.change, false AS held FROM (${s.select}) o
+      UNION ALL SELECT d.n - 4294967296, NULL, d.change, true FROM jsonb_array_elements(?::jsonb) WITH ORDINALITY AS d(change, n)`
+  const text = `WITH ${[...s.ctes, `ch AS MATERIALIZED (${rows})`, ...gate, ...writes.map((w, i) => `w${i} AS (${w.sql})`)].join(',\n')}
+    SELECT ch.result, ch.change FROM ch${held.length === 0 ? '' : ' WHERE NOT ch.held'} ORDER BY ch.n`
+  const bindings = [...s.bindings, ...(held.length === 0 ? [] : [JSON.stringify(held)]), ...checks.flatMap(c => c.bindings), ...writes.flatMap(w => w.bindings)]
+  const name = s.name === undefined ? undefined : [`${s.name}+changes${held.length === 0 ? '' : '+held'}`, ...checks.map(c => c.name)].join('+')
   try {
     const r = await (name === undefined ? db.raw(text, bindings) : prepared(db, name, text, bindings))
     return r.rows

@@ -9,7 +9,8 @@ import * as outbox from '../lib/outbox/index.js'
 import * as counters from '../lib/counters/index.js'
 import * as layers from '../lib/layers/index.js'
 import * as settings from '../lib/settings/index.js'
-import { startAutomation } from './automation.js'
+import { RUN_WORK_OPTIONS, startAutomation } from './automation.js'
+import { warmConnections } from '../lib/db.js'
 
 /**
  * A worker's share of a runtime: queues, handlers, schedules, the outbox poll and the counter
@@ -21,6 +22,8 @@ export async function startWorker (rt: Runtime, config: Readonly<Config>, log: L
   // pg-boss looks a queue up (and caches it) on first use. Warm that cache now, outside any
   // transaction: embedded mode has one connection, which a transaction sending a job holds.
   for (const q of QUEUES) await rt.boss.findJobs(q.name, { id: '00000000-0000-0000-0000-000000000000' })
+  // The connections the run loops keep busy, opened before the first job is taken.
+  await warmConnections(rt.db, RUN_WORK_OPTIONS.batchSize * RUN_WORK_OPTIONS.localConcurrency).catch(err => log.warn({ err }, 'could not warm the pool'))
 
   // A dispatch that queued automation runs wakes this process's run worker at once (event-to-run
   // latency), instead of leaving them to its next poll.

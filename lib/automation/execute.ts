@@ -102,7 +102,7 @@ async function runEffect (ctx: ServiceContext, tx: Tx, run: sql.RunRow, content:
     if (dryRun) { steps.push(step('effect', t0, true, { dryRun: true, effect: effect.type })); return { status: 'dry_run' } }
     // No savepoint: a refused database effect rolls the whole run transaction back
     // (EffectRefused) and its outcome is recorded in a fresh one; success costs two round trips less.
-    const detail = await applyDbEffect({ ...ctx, db: tx }, effect, scope).catch(err => {
+    const detail = await applyDbEffect({ ...ctx, db: tx, deferChanges: true }, effect, scope).catch(err => {
       const f = failure(err)
       if (f === null) throw err
       steps.push(step('effect', t0, false, f))
