@@ -69,7 +69,7 @@ async function serve (deps: TileHitDeps, req: IncomingMessage, res: ServerRespon
   try {
     if (deps.config.license.publicKey !== null) await license.assertFeature(service, 'tiles')
     const inm = req.headers['if-none-match']
-    r = await layers.tile(service, deps.cache, m[1], t, {}, inm === undefined || inm === '' ? undefined : inm)
+    r = await layers.tile(service, deps.cache, m[1], t, {}, inm === undefined || inm === '' ? undefined : inm, layers.acceptsGzip(req.headers['accept-encoding']))
   } catch {
     return false
   }
@@ -78,10 +78,14 @@ async function serve (deps: TileHitDeps, req: IncomingMessage, res: ServerRespon
     ...limitHeaders(deps.config.rateLimit.limit, limit.res),
     ETag: r.etag,
     'Cache-Control': `private, max-age=${r.maxAge}`,
-    Vary: 'Authorization'
+    Vary: r.vary === true ? 'Authorization, Accept-Encoding' : 'Authorization'
   }
   const status = r.body === null ? 304 : 200
-  if (r.body !== null) { headers['Content-Type'] = TILE_TYPE; headers['Content-Length'] = r.body.length }
+  if (r.body !== null) {
+    headers['Content-Type'] = TILE_TYPE
+    if (r.encoding !== undefined) headers['Content-Encoding'] = r.encoding
+    headers['Content-Length'] = r.body.length
+  }
   res.writeHead(status, headers)
   res.end(r.body ?? undefined)
   deps.recorder.finish(state, 'GET', TILE_ROUTE, req.url ?? '', status, started)
