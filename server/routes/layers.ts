@@ -9,7 +9,8 @@ const S = layers.schema
 const layerKey = { idOrSlug: { description: 'Layer id (UUID) or slug', schema: { type: 'string', minLength: 1, maxLength: 63 } } }
 const CacheHeaders = {
   ETag: { description: 'Strong validator: changes exactly when an object the layer selects, or the layer definition, changed', schema: { type: 'string' } },
-  'Cache-Control': { description: 'private, max-age=<the layer\'s cacheTtlSeconds>', schema: { type: 'string' } }
+  'Cache-Control': { description: 'private, max-age=<the layer\'s cacheTtlSeconds>', schema: { type: 'string' } },
+  'Content-Encoding': { description: 'gzip when the answer is kept server-side (cacheTtlSeconds > 0) and Accept-Encoding allows gzip; each coding has its own ETag (Vary: Accept-Encoding)', schema: { type: 'string' } }
 }
 const IfNoneMatch = { 'If-None-Match': { description: 'An ETag from an earlier answer: 304 while it still holds', required: false, schema: { type: 'string' } } }
 const NOT_MODIFIED = { description: 'Not modified: the If-None-Match ETag still holds', headers: CacheHeaders }
