@@ -18,12 +18,12 @@ import { LIMIT_DECIDED, decide, identityKey, limitHeaders } from '../middleware/
 // token (lib/access, verified tokens cached until their expiry), rate limit (one point, the
 // same key), permissions after the tenant policy, `objects:read`, the tiles feature of the
 // license, then layers.tile (layer at its current version, change counter, cache key of the
-// tenant, If-None-Match). The answer carries the headers the route sets, and is counted and
-// logged as the route's. Anything else goes to Koa untouched, where the route answers it: a
-// query string, a path that is not plain, a missing or bad token (401 and its audit event),
-// a denial (403 and its audit event), an unknown layer, a bad z/x/y or any error; a rate
-// limit decision already taken travels with the request (LIMIT_DECIDED), so it is not counted
-// twice.
+// tenant, the coding Accept-Encoding allows, If-None-Match). The answer carries the headers
+// the route sets (Content-Encoding and Vary included), and is counted and logged as the
+// route's. Anything else goes to Koa untouched, where the route answers it: a query string, a
+// path that is not plain, a missing or bad token (401 and its audit event), a denial (403 and
+// its audit event), an unknown layer, a bad z/x/y or any error; a rate limit decision already
+// taken travels with the request (LIMIT_DECIDED), so it is not counted twice.
 
 export const TILE_ROUTE = '/v1/layers/tiles/:layer/:z/:x/:y'
 const TILE_PATH = /^\/v1\/layers\/tiles\/([a-z0-9][a-z0-9_-]{0,62})\/(\d{1,2})\/(\d{1,9})\/(\d{1,9}(?:\.mvt|\.pbf)?)$/
