@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process'
 import { readFileSync, writeFileSync } from 'node:fs'
 import { Agent, request } from 'node:http'
+import { gunzip, gunzipSync } from 'node:zlib'
 import type { Db } from '../lib/db.js'
 import { compare, row, throughput } from './support.js'
 import { seedCity } from './city.js'
@@ -86,25 +87,40 @@ const TILE_SQL = `
 // the client, not of the API). BENCH_CLIENT=fetch measures with fetch.
 const agent = new Agent({ keepAlive: true, maxSockets: 32 })
 
-function getBytes (d: LayerBenchDeps, path: string): Promise<Buffer> {
+// How a warm tile is asked for: 'identity' sends no Accept-Encoding (GDAL-like, and the cold
+// tiles' comparison); 'gzip' sends a browser's Accept-Encoding and keeps the gzip body as it
+// came (what the network carries); 'gzip-decoded' also gunzips it, as a browser does before
+// MapLibre reads it (zlib's async gunzip: off this process's event loop, like a browser's).
+type Coding = 'identity' | 'gzip' | 'gzip-decoded'
+const BROWSER_ACCEPT_ENCODING = 'gzip, deflate, br, zstd'
+
+function getBytes (d: LayerBenchDeps, path: string, coding: Coding = 'identity'): Promise<Buffer> {
+  const headers: Record<string, string> = { Authorization: bearer(d, TENANT) }
+  if (coding !== 'identity') headers['Accept-Encoding'] = BROWSER_ACCEPT_ENCODING
   if (process.env.BENCH_CLIENT === 'fetch') {
-    return fetch(d.baseUrl + path, { headers: { Authorization: bearer(d, TENANT) } }).then(async r => {
+    // fetch decodes a gzip body itself (and sends its own Accept-Encoding when none is given).
+    return fetch(d.baseUrl + path, { headers }).then(async r => {
       if (r.status !== 200) throw new Error(`${path}: ${r.status}`)
       return Buffer.from(await r.arrayBuffer())
     })
   }
   return new Promise((resolve, reject) => {
-    request(d.baseUrl + path, { agent, headers: { Authorization: bearer(d, TENANT) } }, res => {
+    request(d.baseUrl + path, { agent, headers }, res => {
       const chunks: Buffer[] = []
       res.on('data', (c: Buffer) => chunks.push(c))
-      res.on('end', () => res.statusCode === 200 ? resolve(Buffer.concat(chunks)) : reject(new Error(`${path}: ${res.statusCode}`)))
+      res.on('end', () => {
+        if (res.statusCode !== 200) { reject(new Error(`${path}: ${res.statusCode}`)); return }
+        const body = Buffer.concat(chunks)
+        if (coding === 'gzip-decoded' && res.headers['content-encoding'] === 'gzip') gunzip(body, (err, out) => err === null ? resolve(out) : reject(err))
+        else resolve(body)
+      })
       res.on('error', reject)
     }).on('error', reject).end()
   })
 }
 
-async function get (d: LayerBenchDeps, path: string): Promise<void> {
-  await getBytes(d, path)
+async function get (d: LayerBenchDeps, path: string, coding: Coding = 'identity'): Promise<void> {
+  await getBytes(d, path, coding)
 }
 
 /** VmRSS (resident now) or VmHWM (the peak since start or since the last reset) of a process, in MB. */
@@ -118,6 +134,11 @@ function cpuMs (pid: number): number {
   // /proc/PID/stat: fields 14 and 15 (utime, stime) in clock ticks (100 per second), after the ")" of the name.
   const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')
   return (Number(f[11]) + Number(f[12])) * 10
+}
+
+/** The 1-minute load average now (the machine is shared: figures are read next to it). */
+function loadAverage (): string {
+  return readFileSync('/proc/loadavg', 'utf8').split(' ')[0]
 }
 
 /** Resets the process's VmHWM to its current RSS (Linux clear_refs 5); false when not allowed. */
@@ -189,21 +210,30 @@ export async function benchLayers (d: LayerBenchDeps, log: (line: string) => voi
       const r = await compare(d.rounds,
         () => throughput(count, 1, i => get(d, `/v1/layers/tiles/cold/${tiles[i].join('/')}.mvt`)),
         () => throughput(count, 1, async i => { await conn.query(d.db.raw(TILE_SQL, [...tiles[i], TENANT, typeId]).toSQL().toNative().sql, [...tiles[i], TENANT, typeId]) }))
-      out.push(row(`tile z${z} cold: API vs direct SQL, c1`, r, 'tiles/s') + '  (same bytes; goal ratio >= 0.77)')
+      out.push(row(`tile z${z} cold: API vs direct SQL, c1`, r, 'tiles/s') + `  (same bytes; goal ratio >= 0.77; load ${loadAverage()})`)
       out.push(`  API CPU per cold tile (the database's work not included): ${((cpuMs(d.apiPid) - cpu0) * 1000 / (count * d.rounds)).toFixed(0)} us`)
     }
   } finally {
     await d.db.client.releaseConnection(conn)
   }
   for (const z of [12, 14]) {
-    const hot = tileAt(z, AREA.x + AREA.w / 2, AREA.y + AREA.h / 2).join('/')
-    await get(d, `/v1/layers/tiles/warm/${hot}`)
-    const cpu0 = cpuMs(d.apiPid)
-    const warm = await throughput(2000, 10, () => get(d, `/v1/layers/tiles/warm/${hot}`))
-    const perHit = (cpuMs(d.apiPid) - cpu0) * 1000 / 2000
-    out.push(`tile z${z} warm (cache hit) c10`.padEnd(44) + ` ${warm.toFixed(0).padStart(8)} tiles/s  (goal >= 5000)`)
-    // What a shared machine cannot blur: the API's own CPU per hit, and the rate one core allows.
-    out.push(`  API CPU per warm hit: ${perHit.toFixed(0)} us (one core: ${(1e6 / perHit).toFixed(0)} tiles/s)`)
+    const hot = `/v1/layers/tiles/warm/${tileAt(z, AREA.x + AREA.w / 2, AREA.y + AREA.h / 2).join('/')}`
+    const identity = await getBytes(d, hot)
+    const gz = await getBytes(d, hot, 'gzip')
+    if (!gunzipSync(gz).equals(identity)) throw new Error(`tile z${z}: the gzip answer does not decode to the identity answer`)
+    out.push(`tile z${z} warm: ${(identity.length / 1024).toFixed(1)} KB identity, ${(gz.length / 1024).toFixed(1)} KB gzip`)
+    for (const coding of ['gzip', 'gzip-decoded', 'identity'] as const) {
+      // Each coding warmed alike first (the order of the runs otherwise favours the later ones).
+      await throughput(300, 10, () => get(d, hot, coding))
+      const cpu0 = cpuMs(d.apiPid)
+      const client0 = process.cpuUsage()
+      const warm = await throughput(2000, 10, () => get(d, hot, coding))
+      const perHit = (cpuMs(d.apiPid) - cpu0) * 1000 / 2000
+      const c = process.cpuUsage(client0)
+      out.push(`tile z${z} warm (cache hit) c10, ${coding}`.padEnd(44) + ` ${warm.toFixed(0).padStart(8)} tiles/s  (goal >= 5000)`)
+      // What a shared machine cannot blur: the API's own CPU per hit, and the rate one core allows.
+      out.push(`  API CPU per warm hit: ${perHit.toFixed(0)} us (one core: ${(1e6 / perHit).toFixed(0)} tiles/s); client CPU ${((c.user + c.system) / 2000).toFixed(0)} us; load ${loadAverage()}`)
+    }
   }
 
   const bbox = [AREA.x, AREA.y, AREA.x + AREA.w / 4, AREA.y + AREA.h / 4]

@@ -119,7 +119,14 @@ class BytesQuery {
         const len = chunk.readInt32BE(off + 7)
         off += 11
         if (len <= 0) this.value = Buffer.alloc(0)
-        else this.fill = { buf: Buffer.allocUnsafe(len), at: 0 }
+        else if (off + len <= chunk.length) {
+          // The whole value is in this chunk: a view of it, no copy. A socket's chunk is exactly
+          // what one read returned (Node sizes its memory to the bytes read), and this
+          // connection's reads hold nothing but this exchange (BindComplete, the row,
+          // CommandComplete, ReadyForQuery), so the view keeps a few bytes more than the tile.
+          this.value = chunk.subarray(off, off + len)
+          off += len
+        } else this.fill = { buf: Buffer.allocUnsafe(len), at: 0 }
         continue
       }
       if (passFrom < 0) passFrom = off

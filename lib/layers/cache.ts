@@ -1,6 +1,7 @@
-import { createHash } from 'node:crypto'
+import { hash } from 'node:crypto'
 import { LRUCache } from 'lru-cache'
 import type { Redis } from 'ioredis'
+import { gzipEtag, type Encoding, type Rendering } from './encoding.js'
 
 /**
  * Server-side store of rendered exports (tiles, GeoJSON pages). Keys are derived by
@@ -11,35 +12,41 @@ import type { Redis } from 'ioredis'
  */
 export interface RenderCache {
   readonly kind: 'redis' | 'memory'
-  get (key: string): Promise<Buffer | undefined>
-  set (key: string, value: Buffer, ttlSeconds: number): Promise<void>
+  /** The kept rendering in one coding (lib/layers encoding.ts), or undefined on a miss. */
+  get (key: string, encoding: Encoding): Promise<Buffer | undefined>
+  set (key: string, value: Rendering, ttlSeconds: number): Promise<void>
 }
 
-/** In-process store: at most `maxBytes` of renderings (least recently used go first). */
+/** In-process store: at most `maxBytes` of renderings, both codings counted (least recently used go first). */
 export function memoryCache (maxBytes = 64 * 1024 * 1024): RenderCache {
   // +64 per entry: the key and bookkeeping; also keeps empty tiles (0 bytes) sized above zero.
   // ttlResolution 0: read the clock on each TTL check rather than keep it for 1 ms behind a timer
   // (under load that timer fires every millisecond).
-  const lru = new LRUCache<string, Buffer>({ maxSize: maxBytes, sizeCalculation: v => v.length + 64, ttlResolution: 0 })
+  const lru = new LRUCache<string, Rendering>({ maxSize: maxBytes, sizeCalculation: v => v.identity.length + v.gzip.length + 64, ttlResolution: 0 })
   return {
     kind: 'memory',
-    async get (key) { return lru.get(key) },
+    async get (key, encoding) { return lru.get(key)?.[encoding] },
     async set (key, value, ttlSeconds) { lru.set(key, value, { ttl: ttlSeconds * 1000 }) }
   }
 }
 
 /**
- * Redis store. A Redis failure is a cache miss (the answer is rendered from the database),
- * never a failed request.
+ * Redis store: each coding under a key of its own (identity under `key`, gzip under `key:gz`),
+ * both written together with the same lifetime, so a hit fetches only the bytes it sends. A
+ * Redis failure is a cache miss (the answer is rendered from the database), never a failed
+ * request; so is a coding evicted without the other.
  */
 export function redisCache (redis: Redis): RenderCache {
+  const keyOf = (key: string, encoding: Encoding) => encoding === 'gzip' ? `${key}:gz` : key
   return {
     kind: 'redis',
-    async get (key) {
-      try { return (await redis.getBuffer(key)) ?? undefined } catch { return undefined }
+    async get (key, encoding) {
+      try { return (await redis.getBuffer(keyOf(key, encoding))) ?? undefined } catch { return undefined }
     },
     async set (key, value, ttlSeconds) {
-      try { await redis.set(key, value, 'EX', ttlSeconds) } catch { /* a miss next time */ }
+      try {
+        await redis.multi().set(key, value.identity, 'EX', ttlSeconds).set(keyOf(key, 'gzip'), value.gzip, 'EX', ttlSeconds).exec()
+      } catch { /* a miss next time */ }
     }
   }
 }
@@ -49,15 +56,18 @@ export function createRenderCache (redis: Redis | null): RenderCache {
 }
 
 /**
- * The cache key and the strong ETag of one answer. `parts` must hold everything the answer
- * depends on; the tenant leads the key so a tenant's entries can never be found by another.
+ * The cache key and the strong ETags of one answer (identity and gzip codings). `parts` must
+ * hold everything the answer depends on; the tenant leads the key so a tenant's entries can
+ * never be found by another.
  */
-export function renderKey (tenantId: string, parts: unknown[]): { key: string, etag: string } {
+export function renderKey (tenantId: string, parts: unknown[]): RenderKey {
   const text = JSON.stringify([tenantId, ...parts])
   let k = recentKeys.get(text)
   if (k === undefined) {
-    const digest = createHash('sha256').update(text).digest('base64url')
-    k = { key: `layers:${tenantId}:${digest}`, etag: `"${digest.slice(0, 32)}"` }
+    // One-shot crypto.hash: no Hash object per call (a cold tile's key text is always new).
+    const digest = hash('sha256', text, 'base64url')
+    const etag = `"${digest.slice(0, 32)}"`
+    k = { key: `layers:${tenantId}:${digest}`, etag, gzipEtag: gzipEtag(etag) }
     if (recentKeys.size >= 10_000) recentKeys.clear()
     recentKeys.set(text, k)
   }
@@ -66,7 +76,9 @@ export function renderKey (tenantId: string, parts: unknown[]): { key: string, e
 
 // The digests of recent key texts: a warm tile asks for the same key again and again. The text
 // is the whole input, so a hit is exactly the digest that would be computed.
-const recentKeys = new Map<string, { key: string, etag: string }>()
+const recentKeys = new Map<string, RenderKey>()
+
+export interface RenderKey { key: string, etag: string, gzipEtag: string }
 
 /** If-None-Match (a list, `*`, weak or strong tags) against our ETag, by weak comparison (RFC 9110). */
 export function matchesIfNoneMatch (header: string | undefined, etag: string): boolean {

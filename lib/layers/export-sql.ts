@@ -102,15 +102,38 @@ export interface TileRequest { z: number, x: number, y: number, layerName: strin
  */
 export async function renderTile (db: Queryable, s: Scope, fields: FieldSelection, t: TileRequest): Promise<Buffer> {
   if (!engineOf(db).mvt) return encodeTile(await tileFeatures(db, s, fields, t), t)
-  const f = sql`
-    ${tileBox(t)}
-    SELECT ST_AsMVT(t, ${t.layerName}, 4096, 'geom') AS tile FROM (
+  const st = tileStatement(s, fields)
+  return preparedBytes(db, st.name, st.text, [t.z, t.x, t.y, t.layerName, ...st.attrs, ...source(s).params, ...s.where.params])
+}
+
+// The tile statement's text, name and attribute bindings depend only on the selection's shape
+// (its WHERE fragment, its fields, whether it reads `asOf`), which a cached layer row keeps as
+// the same objects (exports.ts `compiled`): a cold tile builds its SQL text and names it once
+// per shape, not once per request. The bindings that vary (z/x/y, layer name, tenant, asOf,
+// the filter's values) are put in their places by renderTile, in the text's order.
+interface TileStatement { text: string, name: string, attrs: queries.Fragment['params'] }
+const tileStatements = new WeakMap<Fragment, WeakMap<FieldSelection, { now?: TileStatement, asOf?: TileStatement }>>()
+
+function tileStatement (s: Scope, fields: FieldSelection): TileStatement {
+  let byFields = tileStatements.get(s.where)
+  if (byFields === undefined) tileStatements.set(s.where, byFields = new WeakMap())
+  let byTime = byFields.get(fields)
+  if (byTime === undefined) byFields.set(fields, byTime = {})
+  const slot = s.asOf === undefined ? 'now' : 'asOf'
+  let st = byTime[slot]
+  if (st === undefined) {
+    const attrs = mvtAttributesSql(fields)
+    const f = sql`
+    ${tileBox({ z: 0, x: 0, y: 0, layerName: '' })}
+    SELECT ST_AsMVT(t, ${''}, 4096, 'geom') AS tile FROM (
       SELECT ST_AsMVTGeom(ST_Transform(o.geom, 3857), box.m, 4096, 64, true) AS geom,
         o.id::text AS id, o.type_id::text AS "typeId", o.public_id AS "publicId", o.workflow_state AS "workflowState",
-        ${mvtAttributesSql(fields)} AS attrs
+        ${attrs} AS attrs
       FROM ${source(s)} o, box WHERE o.geom && box.g AND ${s.where}
     ) t WHERE t.geom IS NOT NULL`
-  return preparedBytes(db, statementName('layers.tile', f.text), f.text, f.params)
+    st = byTime[slot] = { text: f.text, name: statementName('layers.tile', f.text), attrs: attrs.params }
+  }
+  return st
 }
 
 /**

@@ -9,6 +9,7 @@ import { ALL_FIELDS, and, layerFilter, parseFields, requestFilter, whereSql, typ
 import { cachedLayer } from './definitions.js'
 import { changeCount } from './changes.js'
 import { matchesIfNoneMatch, renderKey, type RenderCache } from './cache.js'
+import { encodeRendering } from './encoding.js'
 import type { FilterNode, Fragment } from '../queries/index.js'
 
 // Exports of a layer's selection: GeoJSON pages, the NDJSON stream's statement, tiles. Each
@@ -31,10 +32,16 @@ export interface Plan {
   ttl: number
   key: string
   etag: string
+  /** The ETag of the gzip coding, which exists only for what is kept (encoding.ts). */
+  gzipEtag: string
 }
 
-/** What a route sends: 304 (body null) or the rendering, with its validators. */
-export interface Rendered { etag: string, maxAge: number, body: Buffer | null }
+/**
+ * What a route sends: 304 (body null) or the rendering, with its validators; `encoding` gzip:
+ * the body is gzip (Content-Encoding); `vary`: the answer depends on Accept-Encoding (it is kept
+ * in both codings), which the route says in Vary.
+ */
+export interface Rendered { etag: string, maxAge: number, body: Buffer | null, encoding?: 'gzip', vary?: boolean }
 
 /** The object type ids whose changes can change this selection, or null for any type. */
 function typeBuckets (layer: sql.LayerRow | null, typeId: string | undefined): string[] | null {
@@ -72,37 +79,46 @@ export async function plan (ctx: ServiceContext, kind: string, p: ExportParams, 
   const filter = and([own?.filter ?? null, requestFilter(p), extra.filter ?? null])
   const changes = await changeCount(ctx, typeBuckets(layer, p.typeId))
   const ttl = layer?.cache_ttl_seconds ?? ctx.config.layerCacheTtlSeconds
-  const { key, etag } = renderKey(ctx.tenantId, [
+  const { key, etag, gzipEtag } = renderKey(ctx.tenantId, [
     kind, layer?.id ?? null, layer?.version ?? null, changes, p.typeId ?? null, p.bbox ?? null, fields, p.asOf ?? null, ...(extra.parts ?? [])
   ])
-  return { layer, scope: { tenantId: ctx.tenantId, asOf: p.asOf, where: own !== null && filter === own.filter ? own.where : whereSql(filter) }, fields, ttl, key, etag }
+  return { layer, scope: { tenantId: ctx.tenantId, asOf: p.asOf, where: own !== null && filter === own.filter ? own.where : whereSql(filter) }, fields, ttl, key, etag, gzipEtag }
 }
 
 /**
  * The conditional-request and cache discipline shared by every cached export: 304 when the
- * client holds this ETag; else the kept rendering; else render, keep (for at most the TTL), send.
+ * client holds the ETag of the coding it would get; else the kept rendering in that coding;
+ * else render, compress once, keep both codings (for at most the TTL), send. `gzip`: the
+ * client's Accept-Encoding allows gzip (encoding.ts `acceptsGzip`); only kept renderings have
+ * a gzip coding.
  */
-export async function cached (cache: RenderCache | null, pl: Plan, ifNoneMatch: string | undefined, render: () => Promise<Buffer>): Promise<Rendered> {
-  const head = { etag: pl.etag, maxAge: pl.ttl }
-  if (matchesIfNoneMatch(ifNoneMatch, pl.etag)) return { ...head, body: null }
-  if (cache === null || pl.ttl === 0) return { ...head, body: await render() }
-  const hit = await cache.get(pl.key)
+export async function cached (cache: RenderCache | null, pl: Plan, ifNoneMatch: string | undefined, render: () => Promise<Buffer>, gzip = false): Promise<Rendered> {
+  if (cache === null || pl.ttl === 0) {
+    const head = { etag: pl.etag, maxAge: pl.ttl }
+    if (matchesIfNoneMatch(ifNoneMatch, pl.etag)) return { ...head, body: null }
+    return { ...head, body: await render() }
+  }
+  const head: Omit<Rendered, 'body'> = gzip
+    ? { etag: pl.gzipEtag, maxAge: pl.ttl, encoding: 'gzip', vary: true }
+    : { etag: pl.etag, maxAge: pl.ttl, vary: true }
+  if (matchesIfNoneMatch(ifNoneMatch, head.etag)) return { ...head, body: null }
+  const hit = await cache.get(pl.key, gzip ? 'gzip' : 'identity')
   if (hit !== undefined) return { ...head, body: hit }
-  const body = await render()
-  await cache.set(pl.key, body, pl.ttl)
-  return { ...head, body }
+  const kept = await encodeRendering(await render())
+  await cache.set(pl.key, kept, pl.ttl)
+  return { ...head, body: gzip ? kept.gzip : kept.identity }
 }
 
 export interface PageQuery extends ExportParams { limit: number, offset: number }
 
 /** GET /v1/layers/objects: one page of the selection as a GeoJSON FeatureCollection. */
-export async function featureCollection (ctx: ServiceContext, cache: RenderCache | null, query: Record<string, unknown>, ifNoneMatch?: string): Promise<Rendered> {
+export async function featureCollection (ctx: ServiceContext, cache: RenderCache | null, query: Record<string, unknown>, ifNoneMatch?: string, gzip = false): Promise<Rendered> {
   const q = parseQuery<PageQuery>(schema.ExportQuery, query)
   const pl = await plan(ctx, 'geojson', q, { parts: [q.limit, q.offset] })
   return cached(cache, pl, ifNoneMatch, async () => {
     const page = await exportSql.featurePage(ctx.db, pl.scope, pl.fields, q.limit, q.offset)
     return Buffer.from(`{"type":"FeatureCollection","features":${page.features}}`)
-  })
+  }, gzip)
 }
 
 export interface TileCoordinates { z: number, x: number, y: number }
@@ -124,10 +140,10 @@ export function parseTile (z: string, x: string, y: string): TileCoordinates {
 }
 
 /** GET /v1/layers/tiles/{layer}/{z}/{x}/{y}: a Mapbox Vector Tile; an empty tile is an empty body. */
-export async function tile (ctx: ServiceContext, cache: RenderCache | null, layer: string, t: TileCoordinates, query: Record<string, unknown>, ifNoneMatch?: string): Promise<Rendered> {
+export async function tile (ctx: ServiceContext, cache: RenderCache | null, layer: string, t: TileCoordinates, query: Record<string, unknown>, ifNoneMatch?: string, gzip = false): Promise<Rendered> {
   const q = parseQuery<{ asOf?: string }>(schema.TileQuery, query)
   const pl = await plan(ctx, 'mvt', { layer, asOf: q.asOf }, { parts: [t.z, t.x, t.y] })
-  return cached(cache, pl, ifNoneMatch, () => renderPlannedTile(ctx, pl, t))
+  return cached(cache, pl, ifNoneMatch, () => renderPlannedTile(ctx, pl, t), gzip)
 }
 
 export function renderPlannedTile (ctx: ServiceContext, pl: Plan, t: TileCoordinates): Promise<Buffer> {

@@ -130,7 +130,7 @@ function pageUrl (self: string, q: ItemsQuery, offset: number): string {
  * `self` is the request URL; `collectionHref` is null for SPEC's /v1/layers/ogc/features.
  */
 export async function items (ctx: ServiceContext, cache: RenderCache | null, slug: string, self: string, collectionHref: string | null,
-  query: Record<string, unknown>, ifNoneMatch?: string): Promise<Rendered> {
+  query: Record<string, unknown>, ifNoneMatch?: string, gzip = false): Promise<Rendered> {
   const q = parseQuery<ItemsQuery>(collectionHref === null ? schema.OgcFeaturesQuery : schema.OgcItemsQuery, clampLimit(query))
   const pl = await plan(ctx, 'ogc-items', { layer: slug, bbox: q.bbox }, { filter: datetimeFilter(q.datetime), parts: [q.limit, q.offset, q.datetime ?? null, self] })
   if (pl.layer === null) throw new AppError('BAD_REQUEST', 'layer is required', { field: 'layer' })
@@ -145,7 +145,7 @@ export async function items (ctx: ServiceContext, cache: RenderCache | null, slu
     if (collectionHref !== null) links.push(link(collectionHref, 'collection', JSON_TYPE, 'the collection'))
     const head = { type: 'FeatureCollection', numberMatched: matched, numberReturned: page.returned, timeStamp: new Date().toISOString(), links }
     return Buffer.from(`${JSON.stringify(head).slice(0, -1)},"features":${page.features}}`)
-  })
+  }, gzip)
 }
 
 export async function item (ctx: ServiceContext, origin: string, slug: string, featureId: string) {

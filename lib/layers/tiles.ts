@@ -4,11 +4,12 @@ import * as sql from './sql.js'
 import * as exportSql from './export-sql.js'
 import { cached, plan, renderPlannedTile, type Rendered } from './exports.js'
 import type { RenderCache } from './cache.js'
+import { encodeRendering } from './encoding.js'
 
 // TileJSON 3.0 per layer, and the low-zoom prerender the tiles.prerender job runs.
 
 /** GET /v1/layers/tiles/{layer}.json: what MapLibre and QGIS need to add the layer by one URL. */
-export async function tileJson (ctx: ServiceContext, cache: RenderCache | null, slug: string, origin: string, ifNoneMatch?: string): Promise<Rendered> {
+export async function tileJson (ctx: ServiceContext, cache: RenderCache | null, slug: string, origin: string, ifNoneMatch?: string, gzip = false): Promise<Rendered> {
   const pl = await plan(ctx, 'tilejson', { layer: slug }, { parts: [origin] })
   const layer = pl.layer as sql.LayerRow
   return cached(cache, pl, ifNoneMatch, async () => {
@@ -34,7 +35,7 @@ export async function tileJson (ctx: ServiceContext, cache: RenderCache | null, 
       }]
     }
     return Buffer.from(JSON.stringify(doc))
-  })
+  }, gzip)
 }
 
 /** The zooms the prerender fills: 0..3 (at most 85 tiles, only those over the layer's extent). */
@@ -70,7 +71,7 @@ export async function prerenderLayer (ctx: ServiceContext, cache: RenderCache, l
   for (let z = 0; z <= PRERENDER_MAX_ZOOM; z++) {
     for (const t of tilesOver(e.bbox, z)) {
       const one = await plan(ctx, 'mvt', { layer: layer.id }, { parts: [t.z, t.x, t.y] })
-      await cache.set(one.key, await renderPlannedTile(ctx, one, t), one.ttl)
+      await cache.set(one.key, await encodeRendering(await renderPlannedTile(ctx, one, t)), one.ttl)
       n++
     }
   }

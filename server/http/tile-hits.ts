@@ -18,12 +18,12 @@ import { LIMIT_DECIDED, decide, identityKey, limitHeaders } from '../middleware/
 // token (lib/access, verified tokens cached until their expiry), rate limit (one point, the
 // same key), permissions after the tenant policy, `objects:read`, the tiles feature of the
 // license, then layers.tile (layer at its current version, change counter, cache key of the
-// tenant, If-None-Match). The answer carries the headers the route sets, and is counted and
-// logged as the route's. Anything else goes to Koa untouched, where the route answers it: a
-// query string, a path that is not plain, a missing or bad token (401 and its audit event),
-// a denial (403 and its audit event), an unknown layer, a bad z/x/y or any error; a rate
-// limit decision already taken travels with the request (LIMIT_DECIDED), so it is not counted
-// twice.
+// tenant, the coding Accept-Encoding allows, If-None-Match). The answer carries the headers
+// the route sets (Content-Encoding and Vary included), and is counted and logged as the
+// route's. Anything else goes to Koa untouched, where the route answers it: a query string, a
+// path that is not plain, a missing or bad token (401 and its audit event), a denial (403 and
+// its audit event), an unknown layer, a bad z/x/y or any error; a rate limit decision already
+// taken travels with the request (LIMIT_DECIDED), so it is not counted twice.
 
 export const TILE_ROUTE = '/v1/layers/tiles/:layer/:z/:x/:y'
 const TILE_PATH = /^\/v1\/layers\/tiles\/([a-z0-9][a-z0-9_-]{0,62})\/(\d{1,2})\/(\d{1,9})\/(\d{1,9}(?:\.mvt|\.pbf)?)$/
@@ -69,7 +69,7 @@ async function serve (deps: TileHitDeps, req: IncomingMessage, res: ServerRespon
   try {
     if (deps.config.license.publicKey !== null) await license.assertFeature(service, 'tiles')
     const inm = req.headers['if-none-match']
-    r = await layers.tile(service, deps.cache, m[1], t, {}, inm === undefined || inm === '' ? undefined : inm)
+    r = await layers.tile(service, deps.cache, m[1], t, {}, inm === undefined || inm === '' ? undefined : inm, layers.acceptsGzip(req.headers['accept-encoding']))
   } catch {
     return false
   }
@@ -78,10 +78,14 @@ async function serve (deps: TileHitDeps, req: IncomingMessage, res: ServerRespon
     ...limitHeaders(deps.config.rateLimit.limit, limit.res),
     ETag: r.etag,
     'Cache-Control': `private, max-age=${r.maxAge}`,
-    Vary: 'Authorization'
+    Vary: r.vary === true ? 'Authorization, Accept-Encoding' : 'Authorization'
   }
   const status = r.body === null ? 304 : 200
-  if (r.body !== null) { headers['Content-Type'] = TILE_TYPE; headers['Content-Length'] = r.body.length }
+  if (r.body !== null) {
+    headers['Content-Type'] = TILE_TYPE
+    if (r.encoding !== undefined) headers['Content-Encoding'] = r.encoding
+    headers['Content-Length'] = r.body.length
+  }
   res.writeHead(status, headers)
   res.end(r.body ?? undefined)
   deps.recorder.finish(state, 'GET', TILE_ROUTE, req.url ?? '', status, started)

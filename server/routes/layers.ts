@@ -9,7 +9,8 @@ const S = layers.schema
 const layerKey = { idOrSlug: { description: 'Layer id (UUID) or slug', schema: { type: 'string', minLength: 1, maxLength: 63 } } }
 const CacheHeaders = {
   ETag: { description: 'Strong validator: changes exactly when an object the layer selects, or the layer definition, changed', schema: { type: 'string' } },
-  'Cache-Control': { description: 'private, max-age=<the layer\'s cacheTtlSeconds>', schema: { type: 'string' } }
+  'Cache-Control': { description: 'private, max-age=<the layer\'s cacheTtlSeconds>', schema: { type: 'string' } },
+  'Content-Encoding': { description: 'gzip when the answer is kept server-side (cacheTtlSeconds > 0) and Accept-Encoding allows gzip; each coding has its own ETag (Vary: Accept-Encoding)', schema: { type: 'string' } }
 }
 const IfNoneMatch = { 'If-None-Match': { description: 'An ETag from an earlier answer: 304 while it still holds', required: false, schema: { type: 'string' } } }
 const NOT_MODIFIED = { description: 'Not modified: the If-None-Match ETag still holds', headers: CacheHeaders }
@@ -18,10 +19,11 @@ const NOT_MODIFIED = { description: 'Not modified: the If-None-Match ETag still 
 export function sendRendered (ctx: Context, r: layers.Rendered, type: string): void {
   ctx.set('ETag', r.etag)
   ctx.set('Cache-Control', `private, max-age=${r.maxAge}`)
-  ctx.set('Vary', 'Authorization')
+  ctx.set('Vary', r.vary === true ? 'Authorization, Accept-Encoding' : 'Authorization')
   if (r.body === null) { ctx.status = 304; return }
   ctx.status = 200
   ctx.type = type
+  if (r.encoding !== undefined) ctx.set('Content-Encoding', r.encoding)
   ctx.body = r.body
 }
 
@@ -29,6 +31,9 @@ export function sendRendered (ctx: Context, r: layers.Rendered, type: string): v
 export const originOf = (ctx: Context): string => `${ctx.protocol}://${ctx.host}`
 
 export const ifNoneMatch = (ctx: Context): string | undefined => ctx.get('If-None-Match') || undefined
+
+/** Whether the client takes a gzip body (kept exports are kept gzip-compressed too). */
+export const gzipOk = (ctx: Context): boolean => layers.acceptsGzip(ctx.get('Accept-Encoding'))
 
 export const registerLayerRoutes: RouteRegistrar = (router, guards, deps) => {
   const cache = deps.renderCache ?? layers.createRenderCache(deps.redis)
@@ -104,7 +109,7 @@ export const registerLayerRoutes: RouteRegistrar = (router, guards, deps) => {
     errors: [400, 404],
     example: { summary: 'The first 10 poles as GeoJSON', query: { layer: 'poles', limit: 10 }, status: 200, after: ['createLayer', 'createObjects'] }
   }, async ctx => {
-    sendRendered(ctx, await layers.featureCollection(service(ctx), cache, ctx.query, ifNoneMatch(ctx)), 'application/geo+json')
+    sendRendered(ctx, await layers.featureCollection(service(ctx), cache, ctx.query, ifNoneMatch(ctx), gzipOk(ctx)), 'application/geo+json')
   })
 
   defineRoute(router, guards, {
@@ -132,7 +137,7 @@ export const registerLayerRoutes: RouteRegistrar = (router, guards, deps) => {
     responses: { 200: { description: 'the TileJSON document', schema: S.TileJson, headers: CacheHeaders }, 304: NOT_MODIFIED }, errors: [404],
     example: { summary: 'TileJSON of the poles layer', params: { layer: 'poles' }, status: 200, after: ['createLayer', 'createObjects'] }
   }, async ctx => {
-    sendRendered(ctx, await layers.tileJson(service(ctx), cache, ctx.params.layer, originOf(ctx), ifNoneMatch(ctx)), 'application/json')
+    sendRendered(ctx, await layers.tileJson(service(ctx), cache, ctx.params.layer, originOf(ctx), ifNoneMatch(ctx), gzipOk(ctx)), 'application/json')
   })
 
   defineRoute(router, guards, {
@@ -152,6 +157,6 @@ export const registerLayerRoutes: RouteRegistrar = (router, guards, deps) => {
     example: { summary: 'The world tile of the poles layer', params: { layer: 'poles', z: 0, x: 0, y: '0.mvt' }, status: 200, after: ['createLayer', 'createObjects'] }
   }, async ctx => {
     const t = layers.parseTile(ctx.params.z, ctx.params.x, ctx.params.y)
-    sendRendered(ctx, await layers.tile(service(ctx), cache, ctx.params.layer, t, ctx.query, ifNoneMatch(ctx)), 'application/vnd.mapbox-vector-tile')
+    sendRendered(ctx, await layers.tile(service(ctx), cache, ctx.params.layer, t, ctx.query, ifNoneMatch(ctx), gzipOk(ctx)), 'application/vnd.mapbox-vector-tile')
   })
 }

@@ -27,7 +27,7 @@ describe('tile requests ahead of Koa (server/http/tile-hits.ts)', () => {
     assert.equal(koa.status, 200)
     const [a, b] = [Buffer.from(await fast.arrayBuffer()), Buffer.from(await koa.arrayBuffer())]
     assert.ok(a.length > 0 && a.equals(b))
-    for (const h of ['etag', 'cache-control', 'vary', 'content-type', 'content-length', 'ratelimit-limit']) {
+    for (const h of ['etag', 'cache-control', 'vary', 'content-type', 'content-encoding', 'content-length', 'ratelimit-limit']) {
       assert.equal(fast.headers.get(h), koa.headers.get(h), h)
     }
     assert.equal(fast.headers.get('cache-control'), 'private, max-age=300')

@@ -1,5 +1,6 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
+import { gunzipSync } from 'node:zlib'
 import type { JobSender } from '../../lib/context.js'
 import * as layers from '../../lib/layers/index.js'
 import { newTenant, publishedType, serviceContext, startServer, type TestServer } from '../support/harness.js'
@@ -15,13 +16,15 @@ describe('tiles.prerender', () => {
     const typeId = await publishedType(owner)
     assert.equal((await owner.post('/v1/objects', { typeId, geometry: { type: 'Point', coordinates: [13.4, 52.5] } })).status, 201)
     const layer = (await owner.post('/v1/layers/definitions', { name: 'P', slug: 'pre', definition: { filters: { typeId } } })).body
-    const kept = new Map<string, Buffer>()
+    const kept = new Map<string, layers.Rendering>()
     const inner = layers.memoryCache()
-    const cache: layers.RenderCache = { kind: 'memory', get: k => inner.get(k), async set (k, v, ttl) { kept.set(k, v); await inner.set(k, v, ttl) } }
+    const cache: layers.RenderCache = { kind: 'memory', get: (k, e) => inner.get(k, e), async set (k, v, ttl) { kept.set(k, v); await inner.set(k, v, ttl) } }
     const n = await layers.prerenderLayer(serviceContext(s.db, tenant, ['viewer']), cache, layer.id)
     assert.equal(n, 1 + 1 + 1 + 1) // one tile per zoom 0..3 holds a single point
     assert.equal(kept.size, 4)
-    assert.ok([...kept.values()].every(t => t.length > 0))
+    assert.ok([...kept.values()].every(t => t.identity.length > 0))
+    // Kept gzip-compressed too (encoding.ts): the gzip coding is the same tile.
+    assert.ok([...kept.values()].every(t => gunzipSync(t.gzip).equals(t.identity)))
     assert.ok([...kept.keys()].every(k => k.startsWith(`layers:${tenant}:`)))
   })
 
