@@ -43,6 +43,9 @@ export interface Plan {
  */
 export interface Rendered { etag: string, maxAge: number, body: Buffer | null, encoding?: 'gzip', vary?: boolean }
 
+/** What a request asks of a cached export: its If-None-Match, and whether it takes a gzip body (encoding.ts `acceptsGzip`). */
+export interface Conditions { ifNoneMatch?: string, gzip?: boolean }
+
 /** The object type ids whose changes can change this selection, or null for any type. */
 function typeBuckets (layer: sql.LayerRow | null, typeId: string | undefined): string[] | null {
   const ids = [layer?.definition.filters?.typeId, typeId].filter((t): t is string => t !== undefined)
@@ -92,33 +95,33 @@ export async function plan (ctx: ServiceContext, kind: string, p: ExportParams, 
  * client's Accept-Encoding allows gzip (encoding.ts `acceptsGzip`); only kept renderings have
  * a gzip coding.
  */
-export async function cached (cache: RenderCache | null, pl: Plan, ifNoneMatch: string | undefined, render: () => Promise<Buffer>, gzip = false): Promise<Rendered> {
+export async function cached (cache: RenderCache | null, pl: Plan, c: Conditions, render: () => Promise<Buffer>): Promise<Rendered> {
   if (cache === null || pl.ttl === 0) {
     const head = { etag: pl.etag, maxAge: pl.ttl }
-    if (matchesIfNoneMatch(ifNoneMatch, pl.etag)) return { ...head, body: null }
+    if (matchesIfNoneMatch(c.ifNoneMatch, pl.etag)) return { ...head, body: null }
     return { ...head, body: await render() }
   }
-  const head: Omit<Rendered, 'body'> = gzip
+  const head: Omit<Rendered, 'body'> = c.gzip === true
     ? { etag: pl.gzipEtag, maxAge: pl.ttl, encoding: 'gzip', vary: true }
     : { etag: pl.etag, maxAge: pl.ttl, vary: true }
-  if (matchesIfNoneMatch(ifNoneMatch, head.etag)) return { ...head, body: null }
-  const hit = await cache.get(pl.key, gzip ? 'gzip' : 'identity')
+  if (matchesIfNoneMatch(c.ifNoneMatch, head.etag)) return { ...head, body: null }
+  const hit = await cache.get(pl.key, c.gzip === true ? 'gzip' : 'identity')
   if (hit !== undefined) return { ...head, body: hit }
   const kept = await encodeRendering(await render())
   await cache.set(pl.key, kept, pl.ttl)
-  return { ...head, body: gzip ? kept.gzip : kept.identity }
+  return { ...head, body: c.gzip === true ? kept.gzip : kept.identity }
 }
 
 export interface PageQuery extends ExportParams { limit: number, offset: number }
 
 /** GET /v1/layers/objects: one page of the selection as a GeoJSON FeatureCollection. */
-export async function featureCollection (ctx: ServiceContext, cache: RenderCache | null, query: Record<string, unknown>, ifNoneMatch?: string, gzip = false): Promise<Rendered> {
+export async function featureCollection (ctx: ServiceContext, cache: RenderCache | null, query: Record<string, unknown>, c: Conditions = {}): Promise<Rendered> {
   const q = parseQuery<PageQuery>(schema.ExportQuery, query)
   const pl = await plan(ctx, 'geojson', q, { parts: [q.limit, q.offset] })
-  return cached(cache, pl, ifNoneMatch, async () => {
+  return cached(cache, pl, c, async () => {
     const page = await exportSql.featurePage(ctx.db, pl.scope, pl.fields, q.limit, q.offset)
     return Buffer.from(`{"type":"FeatureCollection","features":${page.features}}`)
-  }, gzip)
+  })
 }
 
 export interface TileCoordinates { z: number, x: number, y: number }
@@ -140,10 +143,10 @@ export function parseTile (z: string, x: string, y: string): TileCoordinates {
 }
 
 /** GET /v1/layers/tiles/{layer}/{z}/{x}/{y}: a Mapbox Vector Tile; an empty tile is an empty body. */
-export async function tile (ctx: ServiceContext, cache: RenderCache | null, layer: string, t: TileCoordinates, query: Record<string, unknown>, ifNoneMatch?: string, gzip = false): Promise<Rendered> {
+export async function tile (ctx: ServiceContext, cache: RenderCache | null, layer: string, t: TileCoordinates, query: Record<string, unknown>, c: Conditions = {}): Promise<Rendered> {
   const q = parseQuery<{ asOf?: string }>(schema.TileQuery, query)
   const pl = await plan(ctx, 'mvt', { layer, asOf: q.asOf }, { parts: [t.z, t.x, t.y] })
-  return cached(cache, pl, ifNoneMatch, () => renderPlannedTile(ctx, pl, t), gzip)
+  return cached(cache, pl, c, () => renderPlannedTile(ctx, pl, t))
 }
 
 export function renderPlannedTile (ctx: ServiceContext, pl: Plan, t: TileCoordinates): Promise<Buffer> {

@@ -6,7 +6,7 @@ import * as queries from '../queries/index.js'
 import * as schema from './schema.js'
 import * as sql from './sql.js'
 import * as exportSql from './export-sql.js'
-import { cached, plan, type Rendered } from './exports.js'
+import { cached, plan, type Conditions, type Rendered } from './exports.js'
 import { layerFilter, whereSql } from './selection.js'
 import type { RenderCache } from './cache.js'
 
@@ -130,11 +130,11 @@ function pageUrl (self: string, q: ItemsQuery, offset: number): string {
  * `self` is the request URL; `collectionHref` is null for SPEC's /v1/layers/ogc/features.
  */
 export async function items (ctx: ServiceContext, cache: RenderCache | null, slug: string, self: string, collectionHref: string | null,
-  query: Record<string, unknown>, ifNoneMatch?: string, gzip = false): Promise<Rendered> {
+  query: Record<string, unknown>, c: Conditions = {}): Promise<Rendered> {
   const q = parseQuery<ItemsQuery>(collectionHref === null ? schema.OgcFeaturesQuery : schema.OgcItemsQuery, clampLimit(query))
   const pl = await plan(ctx, 'ogc-items', { layer: slug, bbox: q.bbox }, { filter: datetimeFilter(q.datetime), parts: [q.limit, q.offset, q.datetime ?? null, self] })
   if (pl.layer === null) throw new AppError('BAD_REQUEST', 'layer is required', { field: 'layer' })
-  return cached(cache, pl, ifNoneMatch, async () => {
+  return cached(cache, pl, c, async () => {
     const [page, matched] = await Promise.all([
       exportSql.featurePage(ctx.db, pl.scope, pl.fields, q.limit, q.offset),
       exportSql.countFeatures(ctx.db, pl.scope)
@@ -145,7 +145,7 @@ export async function items (ctx: ServiceContext, cache: RenderCache | null, slu
     if (collectionHref !== null) links.push(link(collectionHref, 'collection', JSON_TYPE, 'the collection'))
     const head = { type: 'FeatureCollection', numberMatched: matched, numberReturned: page.returned, timeStamp: new Date().toISOString(), links }
     return Buffer.from(`${JSON.stringify(head).slice(0, -1)},"features":${page.features}}`)
-  }, gzip)
+  })
 }
 
 export async function item (ctx: ServiceContext, origin: string, slug: string, featureId: string) {

@@ -2,17 +2,17 @@ import type { ServiceContext } from '../context.js'
 import * as schema from './schema.js'
 import * as sql from './sql.js'
 import * as exportSql from './export-sql.js'
-import { cached, plan, renderPlannedTile, type Rendered } from './exports.js'
+import { cached, plan, renderPlannedTile, type Conditions, type Rendered } from './exports.js'
 import type { RenderCache } from './cache.js'
 import { encodeRendering } from './encoding.js'
 
 // TileJSON 3.0 per layer, and the low-zoom prerender the tiles.prerender job runs.
 
 /** GET /v1/layers/tiles/{layer}.json: what MapLibre and QGIS need to add the layer by one URL. */
-export async function tileJson (ctx: ServiceContext, cache: RenderCache | null, slug: string, origin: string, ifNoneMatch?: string, gzip = false): Promise<Rendered> {
+export async function tileJson (ctx: ServiceContext, cache: RenderCache | null, slug: string, origin: string, c: Conditions = {}): Promise<Rendered> {
   const pl = await plan(ctx, 'tilejson', { layer: slug }, { parts: [origin] })
   const layer = pl.layer as sql.LayerRow
-  return cached(cache, pl, ifNoneMatch, async () => {
+  return cached(cache, pl, c, async () => {
     const [e, kinds] = await Promise.all([exportSql.extent(ctx.db, pl.scope), exportSql.attributeKinds(ctx.db, pl.scope)])
     const attrs = pl.fields.attributes === 'all'
       ? kinds.map(k => [`attributes.${k.key}`, k.numeric ? 'Number' : 'String'])
@@ -35,7 +35,7 @@ export async function tileJson (ctx: ServiceContext, cache: RenderCache | null, 
       }]
     }
     return Buffer.from(JSON.stringify(doc))
-  }, gzip)
+  })
 }
 
 /** The zooms the prerender fills: 0..3 (at most 85 tiles, only those over the layer's extent). */

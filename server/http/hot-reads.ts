@@ -40,34 +40,27 @@ interface Answer { headers: Record<string, string | number>, body: string }
 interface HotRead {
   /** The route template, as the route's metrics and logs name it. */
   route: string
+  /** The metric labels of the route, made once. */
   labels: { route: string }
-  /** The path's captures when this read serves it (null: not this read's request). */
-  match: (path: string) => RegExpExecArray | null
+  /** The path this read serves (its captures are passed to `answer`). */
+  path: RegExp
   answer: (service: ServiceContext, m: RegExpExecArray, query: Record<string, unknown>) => Promise<Answer>
 }
 
 const JSON_TYPE = 'application/json; charset=utf-8'
 const S = objects.schema
 
+const read = (route: string, path: RegExp, answer: HotRead['answer']): HotRead => ({ route, labels: { route }, path, answer })
+
 const READS: HotRead[] = [
-  {
-    route: '/v1/objects/:id',
-    labels: { route: '/v1/objects/:id' },
-    match: path => /^\/v1\/objects\/([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/.exec(path),
-    answer: async (service, m, query) => {
-      const o = await objects.getObjectJson(service, m[1], parseQuery<objects.TimePoint>(S.GetObjectQuery, query))
-      return { headers: { ETag: `"${o.version}"`, 'Content-Type': JSON_TYPE }, body: o.json }
-    }
-  },
-  {
-    route: '/v1/objects',
-    labels: { route: '/v1/objects' },
-    match: path => /^\/v1\/objects$/.exec(path),
-    answer: async (service, _m, query) => {
-      const body = await objects.listObjectsJson(service, parseQuery<objects.ListQuery>(S.ListObjectsQuery, query))
-      return { headers: { 'Content-Type': JSON_TYPE }, body }
-    }
-  }
+  read('/v1/objects/:id', /^\/v1\/objects\/([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/, async (service, m, query) => {
+    const o = await objects.getObjectJson(service, m[1], parseQuery<objects.TimePoint>(S.GetObjectQuery, query))
+    return { headers: { ETag: `"${o.version}"`, 'Content-Type': JSON_TYPE }, body: o.json }
+  }),
+  read('/v1/objects', /^\/v1\/objects$/, async (service, _m, query) => {
+    const body = await objects.listObjectsJson(service, parseQuery<objects.ListQuery>(S.ListObjectsQuery, query))
+    return { headers: { 'Content-Type': JSON_TYPE }, body }
+  })
 ]
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void
@@ -79,10 +72,10 @@ export function withHotReads (deps: HotReadDeps, next: Handler): Handler {
     const url = req.url ?? ''
     const q = url.indexOf('?')
     const path = q === -1 ? url : url.slice(0, q)
-    for (const read of READS) {
-      const m = read.match(path)
+    for (const hot of READS) {
+      const m = hot.path.exec(path)
       if (m === null) continue
-      serve(deps, read, req, res, m, path, q === -1 ? '' : url.slice(q + 1)).then(done => { if (!done) next(req, res) }, () => { next(req, res) })
+      serve(deps, hot, req, res, m, path, q === -1 ? '' : url.slice(q + 1)).then(done => { if (!done) next(req, res) }, () => { next(req, res) })
       return
     }
     next(req, res)
@@ -90,21 +83,21 @@ export function withHotReads (deps: HotReadDeps, next: Handler): Handler {
 }
 
 /** True when answered; false leaves the request to Koa (nothing written). */
-async function serve (deps: HotReadDeps, read: HotRead, req: IncomingMessage, res: ServerResponse, m: RegExpExecArray, path: string, queryString: string): Promise<boolean> {
+async function serve (deps: HotReadDeps, hot: HotRead, req: IncomingMessage, res: ServerResponse, m: RegExpExecArray, path: string, queryString: string): Promise<boolean> {
   const started = performance.now()
   const g = await admit(deps, req, 'objects', 'read')
   if (g === null) return false
   let a: Answer
   try {
     // Koa's ctx.query is node:querystring's parse of the same text.
-    a = await read.answer(g.service, m, queryString === '' ? {} : parseQueryString(queryString))
+    a = await hot.answer(g.service, m, queryString === '' ? {} : parseQueryString(queryString))
   } catch {
     return false
   }
   res.writeHead(200, { ...g.headers, ...a.headers, 'Content-Length': Buffer.byteLength(a.body) })
   res.end(a.body)
-  deps.recorder.finish(g.state, 'GET', read.route, path, 200, started)
-  httpFastPathTotal.inc(read.labels)
+  deps.recorder.finish(g.state, 'GET', hot.route, path, 200, started)
+  httpFastPathTotal.inc(hot.labels)
   return true
 }
 

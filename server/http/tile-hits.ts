@@ -50,7 +50,7 @@ async function serve (deps: TileHitDeps, req: IncomingMessage, res: ServerRespon
   try {
     if (deps.config.license.publicKey !== null) await license.assertFeature(g.service, 'tiles')
     const inm = req.headers['if-none-match']
-    r = await layers.tile(g.service, deps.cache, m[1], t, {}, inm === undefined || inm === '' ? undefined : inm, layers.acceptsGzip(req.headers['accept-encoding']))
+    r = await layers.tile(g.service, deps.cache, m[1], t, {}, { ifNoneMatch: inm === '' ? undefined : inm, gzip: layers.acceptsGzip(req.headers['accept-encoding']) })
   } catch {
     return false
   }

@@ -32,8 +32,8 @@ export const originOf = (ctx: Context): string => `${ctx.protocol}://${ctx.host}
 
 export const ifNoneMatch = (ctx: Context): string | undefined => ctx.get('If-None-Match') || undefined
 
-/** Whether the client takes a gzip body (kept exports are kept gzip-compressed too). */
-export const gzipOk = (ctx: Context): boolean => layers.acceptsGzip(ctx.get('Accept-Encoding'))
+/** If-None-Match, and whether the client takes a gzip body (kept exports are kept gzip-compressed too). */
+export const conditions = (ctx: Context): layers.Conditions => ({ ifNoneMatch: ifNoneMatch(ctx), gzip: layers.acceptsGzip(ctx.get('Accept-Encoding')) })
 
 export const registerLayerRoutes: RouteRegistrar = (router, guards, deps) => {
   const cache = deps.renderCache ?? layers.createRenderCache(deps.redis)
@@ -109,7 +109,7 @@ export const registerLayerRoutes: RouteRegistrar = (router, guards, deps) => {
     errors: [400, 404],
     example: { summary: 'The first 10 poles as GeoJSON', query: { layer: 'poles', limit: 10 }, status: 200, after: ['createLayer', 'createObjects'] }
   }, async ctx => {
-    sendRendered(ctx, await layers.featureCollection(service(ctx), cache, ctx.query, ifNoneMatch(ctx), gzipOk(ctx)), 'application/geo+json')
+    sendRendered(ctx, await layers.featureCollection(service(ctx), cache, ctx.query, conditions(ctx)), 'application/geo+json')
   })
 
   defineRoute(router, guards, {
@@ -137,7 +137,7 @@ export const registerLayerRoutes: RouteRegistrar = (router, guards, deps) => {
     responses: { 200: { description: 'the TileJSON document', schema: S.TileJson, headers: CacheHeaders }, 304: NOT_MODIFIED }, errors: [404],
     example: { summary: 'TileJSON of the poles layer', params: { layer: 'poles' }, status: 200, after: ['createLayer', 'createObjects'] }
   }, async ctx => {
-    sendRendered(ctx, await layers.tileJson(service(ctx), cache, ctx.params.layer, originOf(ctx), ifNoneMatch(ctx), gzipOk(ctx)), 'application/json')
+    sendRendered(ctx, await layers.tileJson(service(ctx), cache, ctx.params.layer, originOf(ctx), conditions(ctx)), 'application/json')
   })
 
   defineRoute(router, guards, {
@@ -157,6 +157,6 @@ export const registerLayerRoutes: RouteRegistrar = (router, guards, deps) => {
     example: { summary: 'The world tile of the poles layer', params: { layer: 'poles', z: 0, x: 0, y: '0.mvt' }, status: 200, after: ['createLayer', 'createObjects'] }
   }, async ctx => {
     const t = layers.parseTile(ctx.params.z, ctx.params.x, ctx.params.y)
-    sendRendered(ctx, await layers.tile(service(ctx), cache, ctx.params.layer, t, ctx.query, ifNoneMatch(ctx), gzipOk(ctx)), 'application/vnd.mapbox-vector-tile')
+    sendRendered(ctx, await layers.tile(service(ctx), cache, ctx.params.layer, t, ctx.query, conditions(ctx)), 'application/vnd.mapbox-vector-tile')
   })
 }

@@ -3,7 +3,7 @@ import { defineRoute } from '../openapi/registry.js'
 import * as layers from '../../lib/layers/index.js'
 import { parseQuery } from '../../lib/validation.js'
 import { service } from '../http/common.js'
-import { gzipOk, ifNoneMatch, originOf, sendRendered } from './layers.js'
+import { conditions, originOf, sendRendered } from './layers.js'
 
 // OGC API - Features Part 1 over the tenant's layers (lib/layers/ogc.ts). Landing page at
 // /v1/layers/ogc: `ogrinfo OAPIF:<base>/v1/layers/ogc` and QGIS open it (README).
@@ -70,7 +70,7 @@ export const registerOgcRoutes: RouteRegistrar = (router, guards, deps) => {
     example: { summary: 'The first 10 poles', params: { collectionId: 'poles' }, query: { limit: 10 }, status: 200, after: ['createLayer', 'createObjects'] }
   }, async ctx => {
     const href = `${originOf(ctx)}/v1/layers/ogc/collections/${ctx.params.collectionId}`
-    sendRendered(ctx, await ogc.items(service(ctx), cache, ctx.params.collectionId, originOf(ctx) + ctx.originalUrl, href, ctx.query, ifNoneMatch(ctx), gzipOk(ctx)), 'application/geo+json')
+    sendRendered(ctx, await ogc.items(service(ctx), cache, ctx.params.collectionId, originOf(ctx) + ctx.originalUrl, href, ctx.query, conditions(ctx)), 'application/geo+json')
   })
 
   defineRoute(router, guards, {
@@ -94,6 +94,6 @@ export const registerOgcRoutes: RouteRegistrar = (router, guards, deps) => {
     example: { summary: 'Poles of a layer around Berlin', query: { layer: 'poles', bbox: '13.3,52.4,13.5,52.6', limit: 10 }, status: 200, after: ['createLayer', 'createObjects'] }
   }, async ctx => {
     const layer = typeof ctx.query.layer === 'string' ? ctx.query.layer : ''
-    sendRendered(ctx, await ogc.items(service(ctx), cache, layer, originOf(ctx) + ctx.originalUrl, null, ctx.query, ifNoneMatch(ctx), gzipOk(ctx)), 'application/geo+json')
+    sendRendered(ctx, await ogc.items(service(ctx), cache, layer, originOf(ctx) + ctx.originalUrl, null, ctx.query, conditions(ctx)), 'application/geo+json')
   })
 }
