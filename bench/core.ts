@@ -8,7 +8,8 @@ import { BBOX_SQL, DWITHIN_SQL, FLOOR_STATEMENTS, rawList, rawSpatial } from './
 
 // The core paths over HTTP against the physical limit: the best raw SQL for the same answer
 // (the same rows written; the response JSON assembled by PostgreSQL, returned as text), through
-// the same driver (pg) with the same concurrency, in alternating rounds of the same run. Beside
+// the same driver (pg) with the same concurrency, in alternating rounds of the same run, after
+// one untimed round of every side (each process warmed up, as in production). Beside
 // them, the HTTP floor: the same raw SQL behind a minimal node:http server of its own process
 // (bench/floor-server.ts), the most any HTTP service could get here; ours/floor is the share of
 // it the API gets.
@@ -100,7 +101,7 @@ export async function benchCore (env: CoreBenchEnv, say: (line: string) => void)
     : httpText(floor, '', 'GET', `/q/${name}?p=${encodeURIComponent(JSON.stringify(params))}`)
   const measure: Measure = async (path, goal, n, c, ours, raw, viaHttp) => {
     const r = await compare(env.rounds, () => throughput(n, c, async i => { await ours(i) }), () => throughput(n, c, async i => { await raw(i) }),
-      viaHttp === undefined ? undefined : () => throughput(n, c, async i => { await viaHttp(i) }))
+      viaHttp === undefined ? undefined : () => throughput(n, c, async i => { await viaHttp(i) }), true)
     figures.push({ path, raw: r.baseline, ours: r.candidate, ratio: r.ratio, goal, ...(r.third !== undefined ? { floor: r.third } : {}) })
     say(`  ${path}: raw ${r.baseline.toFixed(0)}/s,${r.third !== undefined ? ` HTTP floor ${r.third.toFixed(0)}/s,` : ''} ours ${r.candidate.toFixed(0)}/s, ratio ${r.ratio.toFixed(2)}`)
   }

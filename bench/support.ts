@@ -26,12 +26,20 @@ export async function throughput (total: number, concurrency: number, op: (i: nu
 /**
  * Measures a candidate and its baseline in alternating rounds (so drift on a shared machine hits
  * both alike) and reports the median of each. Ratio = candidate / baseline. An optional third
- * side (the core bench's HTTP floor) runs between them in each round.
+ * side (the core bench's HTTP floor) runs between them in each round. With `warmUp`, every side
+ * first runs once untimed: a path's first few thousand requests run partly unoptimized code and
+ * compile it (V8's compiler threads took a seventh of the API's CPU during its first 1,500
+ * creates), which no long-running server pays.
  */
-export async function compare (rounds: number, candidate: () => Promise<number>, baseline: () => Promise<number>, third?: () => Promise<number>): Promise<{ candidate: number, baseline: number, ratio: number, third?: number }> {
+export async function compare (rounds: number, candidate: () => Promise<number>, baseline: () => Promise<number>, third?: () => Promise<number>, warmUp = false): Promise<{ candidate: number, baseline: number, ratio: number, third?: number }> {
   const c: number[] = []
   const b: number[] = []
   const t: number[] = []
+  if (warmUp) {
+    await baseline()
+    if (third !== undefined) await third()
+    await candidate()
+  }
   for (let r = 0; r < rounds; r++) {
     b.push(await baseline())
     if (third !== undefined) t.push(await third())

@@ -283,6 +283,37 @@ async function onPool (db: Knex, name: string, sql: string, bindings: Bindings, 
   }
 }
 
+/**
+ * Point reads coalesced: the reads of one kind asked on the pool in the same turn of the event
+ * loop (a burst of concurrent GETs by id) are answered by one statement per group (a tenant), so
+ * that k requests cost one round trip, one plan execution and one wake-up of a backend instead of
+ * k. A read waits for nothing but the end of the current turn (setImmediate), so a lone request
+ * is not slowed. Reads in a transaction (or on PGlite) keep their own statement: they must see
+ * the transaction. `load` answers a group's keys as a map; a key it leaves out answers undefined.
+ */
+export function coalesced<R> (load: (db: Queryable, group: string, keys: string[]) => Promise<Map<string, R>>, max = 100): (db: Queryable, group: string, key: string) => Promise<R | undefined> {
+  interface Batch { keys: string[], waiters: Array<{ key: string, resolve: (r: R | undefined) => void, reject: (e: unknown) => void }> }
+  const open = new WeakMap<Queryable, Map<string, Batch>>()
+  const flush = (db: Queryable, group: string, b: Batch): void => {
+    load(db, group, b.keys).then(found => { for (const w of b.waiters) w.resolve(found.get(w.key)) }, err => { for (const w of b.waiters) w.reject(err) })
+  }
+  return (db, group, key) => {
+    if (!direct(db, [])) return load(db, group, [key]).then(found => found.get(key))
+    let groups = open.get(db)
+    if (groups === undefined) open.set(db, groups = new Map())
+    let b = groups.get(group)
+    if (b === undefined || b.keys.length >= max) {
+      const batch: Batch = b = { keys: [], waiters: [] }
+      const gs = groups
+      gs.set(group, batch)
+      setImmediate(() => { if (gs.get(group) === batch) gs.delete(group); flush(db, group, batch) })
+    }
+    const batch = b
+    if (!batch.waiters.some(w => w.key === key)) batch.keys.push(key)
+    return new Promise((resolve, reject) => { batch.waiters.push({ key, resolve, reject }) })
+  }
+}
+
 /** One SQL statement with its bindings, built by a module's sql.ts and run by someone else. */
 export interface Statement { sql: string, bindings: Bindings, name?: string }
 

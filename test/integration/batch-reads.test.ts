@@ -61,6 +61,38 @@ describe('lib batch reads (getObjectsByIds, getObjectTypesByIds, relationsOfObje
     assert.equal((await relations.relationsOfObjects(serviceContext(db, newTenant()), [ids[0]], { direction: 'all', includeDeleted: true, limit: 100 })).get(ids[0])?.length, 0)
   })
 
+  it('concurrent gets by id share one statement per tenant, each answered its own object (lib/db coalesced)', async () => {
+    const deleted = (await objects.createObject(ctx, { typeId })).id
+    await objects.deleteObject(ctx, deleted, null)
+    const other = serviceContext(db, newTenant())
+    const otherType = (await objectTypes.createObjectType(other, { key: 'o', name: 'O' })).id
+    await objectTypes.publishObjectType(other, otherType, {})
+    const theirs = (await objects.createObject(other, { typeId: otherType })).id
+    const statements: string[] = []
+    const count = (q: { sql: string }) => { statements.push(q.sql) }
+    db.on('query', count)
+    const asked = [ids[0], ids[1].toUpperCase(), ids[2], ids[0], deleted, randomUUID(), theirs]
+    const answers = await Promise.allSettled([...asked.map(id => objects.getObjectJson(ctx, id, {})), objects.getObjectJson(other, theirs, {}), objects.getObjectJson(other, ids[0], {})])
+    db.off('query', count)
+    const json = (i: number) => { const a = answers[i]; return a.status === 'fulfilled' ? JSON.parse(a.value.json) : (a.reason as AppError).code }
+    assert.deepEqual([0, 1, 2, 3].map(i => json(i).id), [ids[0], ids[1], ids[2], ids[0]])
+    assert.deepEqual(json(1), await objects.getObject(ctx, ids[1], {}))
+    assert.deepEqual([4, 5, 6].map(json), ['NOT_FOUND', 'NOT_FOUND', 'NOT_FOUND']) // deleted, unknown, another tenant's
+    assert.equal(json(7).id, theirs)
+    assert.equal(json(8), 'NOT_FOUND')
+    // Nine gets of two tenants: two statements (the writes above may still be sequencing audit
+    // events on the pool meanwhile, so only the object reads are counted).
+    const reads = statements.filter(s => /FROM objects o\b/.test(s))
+    assert.equal(reads.length, 2, reads.join('\n'))
+    assert.ok(reads.every(s => s.includes('o.id = ANY(')))
+    // In a transaction the read sees the transaction's own writes.
+    await db.transaction(async tx => {
+      const inTx = (await objects.createObject({ ...ctx, db: tx }, { typeId })).id
+      assert.equal(JSON.parse((await objects.getObjectJson({ ...ctx, db: tx }, inTx, {})).json).id, inTx)
+      await tx.rollback()
+    }).catch(() => undefined)
+  })
+
   it('each is permission-checked once per batch', async () => {
     const none = serviceContext(db, ctx.tenantId, [])
     const calls = [() => objects.getObjectsByIds(none, ids), () => objectTypes.getObjectTypesByIds(none, [typeId]),
