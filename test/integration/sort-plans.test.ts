@@ -53,6 +53,33 @@ describe('object lists: every documented sort uses an index', () => {
     }
   })
 
+  it('a first page of a common size is costed for its page in its generic plan; deeper pages stay bound', async () => {
+    // With LIMIT and OFFSET bound, a prepared list's generic plan is costed for a tenth of the
+    // tenant's rows, so PostgreSQL plans it again on every page (custom plans). A first page of a
+    // common size carries its LIMIT as a literal: its generic plan is costed for one page.
+    const one = createDb(TEST_DATABASE_URL, { poolMax: 1 }) // one connection: its prepared statements are the ones read below
+    try {
+      const ctx = { ...f.ctx, db: one }
+      await objects.listObjects(ctx, { limit: 100, offset: 0, sortBy: 'createdAt', sortOrder: 'desc' })
+      await objects.listObjects(ctx, { limit: 100, offset: 100, sortBy: 'createdAt', sortOrder: 'desc' })
+      const plans = (await one.raw("SELECT name, statement, parameter_types::text[] AS types FROM pg_prepared_statements WHERE name LIKE 'objects.list.%'")).rows as Array<{ name: string, statement: string, types: string[] }>
+      const first = plans.find(p => /LIMIT 101\s*\)/.test(p.statement))
+      const deeper = plans.find(p => /LIMIT \$\d+ OFFSET \$\d+/.test(p.statement))
+      assert.ok(first !== undefined && deeper !== undefined, JSON.stringify(plans.map(p => p.statement)))
+      // The deeper page's generic plan is costed for a guess (a tenth of an average tenant's rows).
+      const limitRows = async (p: { name: string, types: string[] }) => {
+        const args = p.types.map(t => t === 'text' ? `'${f.ctx.tenantId}'` : '100').join(', ')
+        await one.raw('SET plan_cache_mode = force_generic_plan')
+        const plan = (await one.raw(`EXPLAIN EXECUTE "${p.name}"(${args})`)).rows.map((r: { 'QUERY PLAN': string }) => r['QUERY PLAN']).join('\n')
+        await one.raw('RESET plan_cache_mode')
+        return Number(/Limit {2}\(cost=[0-9.]+ rows=(\d+)/.exec(plan)?.[1])
+      }
+      assert.equal(await limitRows(first), 101)
+    } finally {
+      await one.destroy()
+    }
+  })
+
   it('the page still comes in the documented order (nulls last both ways, then id)', async () => {
     for (const sortOrder of ['asc', 'desc'] as const) {
       const r = await objects.listObjects(f.ctx, { limit: 1000, offset: 6000, sortBy: 'workflowState', sortOrder })
