@@ -20,9 +20,12 @@ function bytes (name: string, params: unknown[], res: ServerResponse): void {
   if (text === undefined) { res.writeHead(404).end(); return }
   pool.connect().then(async client => {
     try {
-      const body = await queryBytes(client, `floor.${name}`, text, params)
-      res.writeHead(200, { 'Content-Type': 'application/octet-stream', 'Content-Length': body.length })
-      res.end(body)
+      const parts = await queryBytes(client, `floor.${name}`, text, params)
+      res.writeHead(200, { 'Content-Type': 'application/octet-stream', 'Content-Length': parts.reduce((n, p) => n + p.length, 0) })
+      res.cork()
+      for (const p of parts) res.write(p)
+      res.end()
+      res.uncork()
     } finally { client.release() }
   }).catch(err => { res.writeHead(500).end(String(err)) })
 }

@@ -4,7 +4,7 @@ import { Agent, request } from 'node:http'
 import { gunzip, gunzipSync } from 'node:zlib'
 import type pg from 'pg'
 import type { Db } from '../lib/db.js'
-import { queryBytes } from '../lib/pg-bytes.js'
+import { joinBytes, queryBytes } from '../lib/pg-bytes.js'
 import { compare, row, throughput } from './support.js'
 import { startFloor } from './core.js'
 import { TILE_SQL } from './raw-sql.js'
@@ -224,10 +224,10 @@ export async function benchLayers (d: LayerBenchDeps, log: (line: string) => voi
     for (const [z, count] of [[10, 12], [12, 60], [14, 300]] as const) {
       const tiles = randomTiles(z, count)
       // The API answers what the direct statement answers, byte for byte.
-      const direct = (t: readonly number[]): Promise<Buffer> => queryBytes(conn, 'bench.layers.tile', TILE_SQL, [...t, TENANT, typeId])
+      const direct = (t: readonly number[]): Promise<Buffer[]> => queryBytes(conn, 'bench.layers.tile', TILE_SQL, [...t, TENANT, typeId])
       const floorPath = (t: readonly number[]) => `/b/tile?p=${encodeURIComponent(JSON.stringify([...t, TENANT, typeId]))}`
       for (const t of tiles.slice(0, 3)) {
-        const want = await direct(t)
+        const want = joinBytes(await direct(t))
         if (!(await getBytes(d, `/v1/layers/tiles/cold/${t.join('/')}.mvt`)).equals(want)) throw new Error(`tile z${z} ${t.join('/')}: the API's bytes differ from the direct statement's`)
         if (!(await getBytes(d, floorPath(t), 'identity', floor.baseUrl)).equals(want)) throw new Error(`tile z${z} ${t.join('/')}: the floor's bytes differ from the direct statement's`)
       }
