@@ -33,7 +33,7 @@ export interface Figure {
 }
 
 /** Starts the HTTP floor (bench/floor-server.ts) on a free port; resolves once it listens. */
-async function startFloor (databaseUrl: string): Promise<{ baseUrl: string, stop: () => void }> {
+export async function startFloor (databaseUrl: string): Promise<{ baseUrl: string, pid: number, stop: () => void }> {
   const port = await freePort()
   const child = fork(new URL('./floor-server.ts', import.meta.url).pathname, [], {
     execArgv: ['--import', 'tsx'], env: { ...process.env, DATABASE_URL: databaseUrl, PORT: String(port) }, stdio: ['ignore', 'ignore', 'inherit', 'ipc']
@@ -42,7 +42,7 @@ async function startFloor (databaseUrl: string): Promise<{ baseUrl: string, stop
     child.once('message', () => resolve())
     child.once('exit', code => reject(new Error(`the HTTP floor exited ${code}`)))
   })
-  return { baseUrl: `http://127.0.0.1:${port}`, stop: () => { child.kill('SIGTERM') } }
+  return { baseUrl: `http://127.0.0.1:${port}`, pid: child.pid ?? 0, stop: () => { child.kill('SIGTERM') } }
 }
 
 const attrs = (i: number) => ({ name: `new ${i}`, height: i % 50 })

@@ -1,18 +1,38 @@
-import { createServer } from 'node:http'
+import { createServer, type ServerResponse } from 'node:http'
 import pg from 'pg'
-import { FLOOR_STATEMENTS } from './raw-sql.js'
+import { queryBytes } from '../lib/pg-bytes.js'
+import { FLOOR_BYTES_STATEMENTS, FLOOR_STATEMENTS } from './raw-sql.js'
 
 // The HTTP floor of the core bench: the least an HTTP service can do for each path, run as its
 // own process like the API. node:http and a pg pool of 16 (the API's size), nothing else: no
 // framework, no authentication, no validation, no metrics. `/q/<name>` runs the raw statement of
 // that name (bench/raw-sql.ts) as a prepared statement with the parameters the client sends (a
 // JSON array: a GET's `p` query parameter, a POST's body) and answers with the JSON text that
-// PostgreSQL built. Whatever separates the API from this is what the API adds.
+// PostgreSQL built; `/b/<name>` runs a statement of FLOOR_BYTES_STATEMENTS (a vector tile) the way
+// the API reads a tile (lib/pg-bytes: binary result, no hex text) and answers with its bytes.
+// Whatever separates the API from this is what the API adds.
 
 const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 16 })
 
+/** GET /b/<name>?p=[...]: the bytes of a one-column bytea statement. */
+function bytes (name: string, params: unknown[], res: ServerResponse): void {
+  const text = FLOOR_BYTES_STATEMENTS[name]
+  if (text === undefined) { res.writeHead(404).end(); return }
+  pool.connect().then(async client => {
+    try {
+      const parts = await queryBytes(client, `floor.${name}`, text, params)
+      res.writeHead(200, { 'Content-Type': 'application/octet-stream', 'Content-Length': parts.reduce((n, p) => n + p.length, 0) })
+      res.cork()
+      for (const p of parts) res.write(p)
+      res.end()
+      res.uncork()
+    } finally { client.release() }
+  }).catch(err => { res.writeHead(500).end(String(err)) })
+}
+
 const server = createServer((req, res) => {
   const url = new URL(req.url ?? '/', 'http://floor')
+  if (url.pathname.startsWith('/b/')) return bytes(url.pathname.slice(3), JSON.parse(url.searchParams.get('p') ?? '[]'), res)
   const name = url.pathname.slice('/q/'.length)
   const text = FLOOR_STATEMENTS[name]
   const answer = (status: number, body: string) => {

@@ -1,9 +1,13 @@
-import { spawn } from 'node:child_process'
+import { execFile, spawn, spawnSync } from 'node:child_process'
 import { readFileSync, writeFileSync } from 'node:fs'
 import { Agent, request } from 'node:http'
 import { gunzip, gunzipSync } from 'node:zlib'
+import type pg from 'pg'
 import type { Db } from '../lib/db.js'
+import { joinBytes, queryBytes } from '../lib/pg-bytes.js'
 import { compare, row, throughput } from './support.js'
+import { startFloor } from './core.js'
+import { TILE_SQL } from './raw-sql.js'
 import { seedCity } from './city.js'
 
 // Layers (issue 8): tiles cold (cache off) and warm, a GeoJSON bbox page, the NDJSON stream,
@@ -71,16 +75,6 @@ function randomTiles (z: number, count: number): Array<[number, number, number]>
   return Array.from({ length: count }, () => tileAt(z, AREA.x + Math.random() * AREA.w, AREA.y + Math.random() * AREA.h))
 }
 
-// The same statement the service runs (lib/layers export-sql.ts), written out by hand.
-const TILE_SQL = `
-  WITH env AS MATERIALIZED (SELECT ST_TileEnvelope(?, ?, ?) AS m),
-  box AS MATERIALIZED (SELECT env.m, ST_Expand(g, (ST_XMax(g) - ST_XMin(g)) * 64 / 4096.0) AS g FROM env, LATERAL (SELECT ST_Transform(env.m, 4326) AS g) l)
-  SELECT ST_AsMVT(t, 'cold', 4096, 'geom') AS tile FROM (
-    SELECT ST_AsMVTGeom(ST_Transform(o.geom, 3857), box.m, 4096, 64, true) AS geom, o.id::text AS id, o.type_id::text AS "typeId",
-      o.public_id AS "publicId", o.workflow_state AS "workflowState",
-      jsonb_strip_nulls(jsonb_build_object('attributes.name', o.attributes -> 'name', 'attributes.height', o.attributes -> 'height')) AS attrs
-    FROM objects o, box WHERE o.tenant_id = ? AND o.deleted_at IS NULL AND o.type_id = ? AND o.geom && box.g
-  ) t WHERE t.geom IS NOT NULL`
 
 // Tiles are fetched by a keep-alive node:http client, as bench/support.ts's `http` (fetch costs
 // the load generator, on the same cores, about twice node:http's CPU per request: a measure of
@@ -94,18 +88,18 @@ const agent = new Agent({ keepAlive: true, maxSockets: 32 })
 type Coding = 'identity' | 'gzip' | 'gzip-decoded'
 const BROWSER_ACCEPT_ENCODING = 'gzip, deflate, br, zstd'
 
-function getBytes (d: LayerBenchDeps, path: string, coding: Coding = 'identity'): Promise<Buffer> {
-  const headers: Record<string, string> = { Authorization: bearer(d, TENANT) }
+function getBytes (d: LayerBenchDeps, path: string, coding: Coding = 'identity', base = d.baseUrl): Promise<Buffer> {
+  const headers: Record<string, string> = base === d.baseUrl ? { Authorization: bearer(d, TENANT) } : {}
   if (coding !== 'identity') headers['Accept-Encoding'] = BROWSER_ACCEPT_ENCODING
   if (process.env.BENCH_CLIENT === 'fetch') {
     // fetch decodes a gzip body itself (and sends its own Accept-Encoding when none is given).
-    return fetch(d.baseUrl + path, { headers }).then(async r => {
+    return fetch(base + path, { headers }).then(async r => {
       if (r.status !== 200) throw new Error(`${path}: ${r.status}`)
       return Buffer.from(await r.arrayBuffer())
     })
   }
   return new Promise((resolve, reject) => {
-    request(d.baseUrl + path, { agent, headers }, res => {
+    request(base + path, { agent, headers }, res => {
       const chunks: Buffer[] = []
       res.on('data', (c: Buffer) => chunks.push(c))
       res.on('end', () => {
@@ -119,8 +113,31 @@ function getBytes (d: LayerBenchDeps, path: string, coding: Coding = 'identity')
   })
 }
 
-async function get (d: LayerBenchDeps, path: string, coding: Coding = 'identity'): Promise<void> {
-  await getBytes(d, path, coding)
+async function get (d: LayerBenchDeps, path: string, coding: Coding = 'identity', base = d.baseUrl): Promise<void> {
+  await getBytes(d, path, coding, base)
+}
+
+// Warm tiles are also asked by wrk (a C load generator, when installed: scripts/install.sh), as
+// servers are measured: a node:http client that reads (and, for gzip-decoded, gunzips) 64-141 KB
+// per tile spends about as much CPU per tile as the API does, on the same two cores, so the Node
+// figure says as much about the client as about the API. wrk: one thread, 10 keep-alive
+// connections, the same headers; it reads the bodies without decoding them.
+const hasWrk = spawnSync('wrk', ['--version']).error === undefined
+
+interface WrkRun { rate: number, requests: number }
+
+function wrk (d: LayerBenchDeps, path: string, coding: 'gzip' | 'identity', seconds: number): Promise<WrkRun> {
+  const args = ['-t1', '-c10', `-d${seconds}s`, '-H', `Authorization: ${bearer(d, TENANT)}`]
+  if (coding === 'gzip') args.push('-H', `Accept-Encoding: ${BROWSER_ACCEPT_ENCODING}`)
+  return new Promise((resolve, reject) => {
+    execFile('wrk', [...args, d.baseUrl + path], (err, out) => {
+      if (err !== null) { reject(err); return }
+      const rate = /Requests\/sec:\s+([\d.]+)/.exec(out)
+      const requests = /(\d+) requests in/.exec(out)
+      if (rate === null || requests === null || /Non-2xx/.test(out)) { reject(new Error(`wrk ${path}: ${out}`)); return }
+      resolve({ rate: Number(rate[1]), requests: Number(requests[1]) })
+    })
+  })
 }
 
 /** VmRSS (resident now) or VmHWM (the peak since start or since the last reset) of a process, in MB. */
@@ -196,25 +213,48 @@ export async function benchLayers (d: LayerBenchDeps, log: (line: string) => voi
   await layer(d, 'warm', typeId, 3600)
   const out = { push: (...lines: string[]) => { for (const l of lines) log(l) } }
   out.push(`layers: ${N} points; tiles cold (cache off) at c1, warm at c10 (cache hit); client ${process.env.BENCH_CLIENT === 'fetch' ? 'fetch' : 'node:http keep-alive'}`)
-  const conn = await d.db.client.acquireConnection()
+  // Beside the direct statement, the HTTP floor (bench/floor-server.ts): the same statement read the
+  // same way behind a bare node:http server of its own process (no authentication, no plan, no
+  // cache key, no metrics): floor/direct is what one more HTTP hop costs here, ours/floor the share
+  // of that the API gets.
+  const floor = await startFloor(d.databaseUrl)
+  const conn: pg.Client = await d.db.client.acquireConnection()
   try {
     await conn.query('SET max_parallel_workers_per_gather = 0')
     for (const [z, count] of [[10, 12], [12, 60], [14, 300]] as const) {
       const tiles = randomTiles(z, count)
       // The API answers what the direct statement answers, byte for byte.
-      const direct = async (t: readonly number[]): Promise<Buffer> => (await conn.query(d.db.raw(TILE_SQL, [...t, TENANT, typeId]).toSQL().toNative().sql, [...t, TENANT, typeId])).rows[0].tile
+      const direct = (t: readonly number[]): Promise<Buffer[]> => queryBytes(conn, 'bench.layers.tile', TILE_SQL, [...t, TENANT, typeId])
+      const floorPath = (t: readonly number[]) => `/b/tile?p=${encodeURIComponent(JSON.stringify([...t, TENANT, typeId]))}`
       for (const t of tiles.slice(0, 3)) {
-        if (!(await getBytes(d, `/v1/layers/tiles/cold/${t.join('/')}.mvt`)).equals(await direct(t))) throw new Error(`tile z${z} ${t.join('/')}: the API's bytes differ from the direct statement's`)
+        const want = joinBytes(await direct(t))
+        if (!(await getBytes(d, `/v1/layers/tiles/cold/${t.join('/')}.mvt`)).equals(want)) throw new Error(`tile z${z} ${t.join('/')}: the API's bytes differ from the direct statement's`)
+        if (!(await getBytes(d, floorPath(t), 'identity', floor.baseUrl)).equals(want)) throw new Error(`tile z${z} ${t.join('/')}: the floor's bytes differ from the direct statement's`)
       }
-      const cpu0 = cpuMs(d.apiPid)
+      let oursMs = 0
+      let floorMs = 0
       const r = await compare(d.rounds,
-        () => throughput(count, 1, i => get(d, `/v1/layers/tiles/cold/${tiles[i].join('/')}.mvt`)),
-        () => throughput(count, 1, async i => { await conn.query(d.db.raw(TILE_SQL, [...tiles[i], TENANT, typeId]).toSQL().toNative().sql, [...tiles[i], TENANT, typeId]) }))
+        async () => {
+          const c0 = cpuMs(d.apiPid)
+          const rate = await throughput(count, 1, i => get(d, `/v1/layers/tiles/cold/${tiles[i].join('/')}.mvt`))
+          oursMs += cpuMs(d.apiPid) - c0
+          return rate
+        },
+        () => throughput(count, 1, async i => { await direct(tiles[i]) }),
+        async () => {
+          const c0 = cpuMs(floor.pid)
+          const rate = await throughput(count, 1, i => get(d, floorPath(tiles[i]), 'identity', floor.baseUrl))
+          floorMs += cpuMs(floor.pid) - c0
+          return rate
+        })
       out.push(row(`tile z${z} cold: API vs direct SQL, c1`, r, 'tiles/s') + `  (same bytes; goal ratio >= 0.77; load ${loadAverage()})`)
-      out.push(`  API CPU per cold tile (the database's work not included): ${((cpuMs(d.apiPid) - cpu0) * 1000 / (count * d.rounds)).toFixed(0)} us`)
+      const perTile = (ms: number) => (ms * 1000 / (count * d.rounds)).toFixed(0)
+      out.push(`  HTTP floor ${r.third?.toFixed(0)} tiles/s: floor/direct ${((r.third ?? 0) / r.baseline).toFixed(2)}, ours/floor ${(r.candidate / (r.third ?? 1)).toFixed(2)}`)
+      out.push(`  CPU per cold tile (the database's work not included): API ${perTile(oursMs)} us, floor ${perTile(floorMs)} us`)
     }
   } finally {
     await d.db.client.releaseConnection(conn)
+    floor.stop()
   }
   for (const z of [12, 14]) {
     const hot = `/v1/layers/tiles/warm/${tileAt(z, AREA.x + AREA.w / 2, AREA.y + AREA.h / 2).join('/')}`
@@ -233,6 +273,15 @@ export async function benchLayers (d: LayerBenchDeps, log: (line: string) => voi
       out.push(`tile z${z} warm (cache hit) c10, ${coding}`.padEnd(44) + ` ${warm.toFixed(0).padStart(8)} tiles/s  (goal >= 5000)`)
       // What a shared machine cannot blur: the API's own CPU per hit, and the rate one core allows.
       out.push(`  API CPU per warm hit: ${perHit.toFixed(0)} us (one core: ${(1e6 / perHit).toFixed(0)} tiles/s); client CPU ${((c.user + c.system) / 2000).toFixed(0)} us; load ${loadAverage()}`)
+    }
+    if (!hasWrk) { out.push('  (wrk not installed: no wrk figures; scripts/install.sh installs it)'); continue }
+    for (const coding of ['gzip', 'identity'] as const) {
+      await wrk(d, hot, coding, 1)
+      const cpu0 = cpuMs(d.apiPid)
+      const w = await wrk(d, hot, coding, 4)
+      const perHit = (cpuMs(d.apiPid) - cpu0) * 1000 / w.requests
+      out.push(`tile z${z} warm (cache hit) c10, ${coding}, wrk`.padEnd(44) + ` ${w.rate.toFixed(0).padStart(8)} tiles/s  (goal >= 5000)`)
+      out.push(`  API CPU per warm hit: ${perHit.toFixed(0)} us (one core: ${(1e6 / perHit).toFixed(0)} tiles/s); load ${loadAverage()}`)
     }
   }
 

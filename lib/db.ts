@@ -4,6 +4,7 @@ import pg from 'pg'
 import { AppError } from './errors.js'
 import { dbQueryDuration } from './metrics.js'
 import { queryBytes } from './pg-bytes.js'
+export { joinBytes } from './pg-bytes.js'
 
 export type Db = Knex
 export type Tx = Knex.Transaction
@@ -243,14 +244,15 @@ const direct = (db: Queryable, bindings: Bindings): boolean =>
 
 /**
  * The same for a statement whose one row has one bytea column (a vector tile): resolves to its
- * bytes, read in binary (lib/pg-bytes: no hex text, no string of the tile's size on the heap).
- * Empty when there is no row or the value is NULL.
+ * bytes, read in binary (lib/pg-bytes: no hex text, no string of the tile's size on the heap), in
+ * the pieces they arrived in (`joinBytes` makes one buffer). None when there is no row or the
+ * value is NULL or empty.
  */
-export async function preparedBytes (db: Queryable, name: string, sql: string, bindings: Bindings): Promise<Buffer> {
+export async function preparedBytes (db: Queryable, name: string, sql: string, bindings: Bindings): Promise<Buffer[]> {
   if (!direct(db, bindings)) {
     const r = await db.raw(sql, bindings).options({ name })
     const v = r.rows[0] === undefined ? null : Object.values(r.rows[0])[0]
-    return Buffer.isBuffer(v) ? v : Buffer.alloc(0)
+    return Buffer.isBuffer(v) && v.length > 0 ? [v] : []
   }
   return onPool(db as Knex, name, sql, bindings, true)
 }

@@ -7,7 +7,11 @@ import pgUtils from 'pg/lib/utils.js'
 // the V8 heap, where strings of that size trigger full collections of the whole API heap), and
 // is parsed back from hex; the protocol parser first gathers the whole message in one growing
 // buffer. Asked with the binary result format, PostgreSQL sends the bytes as they are, and this
-// query copies them from the socket's chunks into one buffer of their size. Everything else of
+// query hands them on as they arrived: views of the socket's chunks, in order, none copied (a
+// tile of 141 KB comes in several reads, one of 2 MB in hundreds; the response writes the views
+// in one writev). A copy into one buffer of the tile's size would double the fresh ArrayBuffer
+// memory per tile, which is what sets off V8's full collections of the whole API heap (about
+// 50 MB live) under a stream of large cold tiles. Everything else of
 // the exchange (ParseComplete, errors, CommandComplete, ReadyForQuery) passes to pg's own
 // parser, so the client's state (prepared statements, transaction status, the query queue) is
 // kept by pg as for any query. The statement is planned once per connection like any named one
@@ -29,13 +33,14 @@ interface PgConnection {
 }
 
 class BytesQuery {
-  callback?: (err: Error | null, value?: Buffer) => void
+  callback?: (err: Error | null, value?: Buffer[]) => void
   private pgData: DataListener | null = null
   private stream: PgConnection['stream'] | null = null
   private rest: Buffer | null = null
-  private fill: { buf: Buffer, at: number } | null = null
+  private pending = 0 // bytes of the value still to come in later chunks
   private skip = 0 // bytes of a DataRow of another shape still to discard
-  private value: Buffer | null = null
+  private readonly parts: Buffer[] = []
+  private row = false // the first row was read
   private error: Error | null = null
   private done = false
 
@@ -95,19 +100,22 @@ class BytesQuery {
         off += n
         continue
       }
-      if (this.fill !== null) {
-        const f = this.fill
-        const n = Math.min(f.buf.length - f.at, chunk.length - off)
-        chunk.copy(f.buf, f.at, off, off + n)
-        f.at += n
+      if (this.pending > 0) {
+        const n = Math.min(this.pending, chunk.length - off)
+        this.parts.push(chunk.subarray(off, off + n))
+        this.pending -= n
         off += n
-        if (f.at === f.buf.length) { this.value = f.buf; this.fill = null }
         continue
       }
       if (chunk.length - off < 5) break
       const code = chunk[off]
       if (code === D) {
         pass(off)
+        if (this.row) {
+          // Only the first row is read (the statements are one-row); later ones are skipped whole.
+          this.skip = 1 + chunk.readUInt32BE(off + 1)
+          continue
+        }
         // DataRow: code, length, one column (int16 1), its length (-1: NULL), its bytes.
         if (chunk.length - off < 11) break
         if (chunk.readInt16BE(off + 5) !== 1) {
@@ -118,15 +126,17 @@ class BytesQuery {
         }
         const len = chunk.readInt32BE(off + 7)
         off += 11
-        if (len <= 0) this.value = Buffer.alloc(0)
-        else if (off + len <= chunk.length) {
-          // The whole value is in this chunk: a view of it, no copy. A socket's chunk is exactly
-          // what one read returned (Node sizes its memory to the bytes read), and this
-          // connection's reads hold nothing but this exchange (BindComplete, the row,
-          // CommandComplete, ReadyForQuery), so the view keeps a few bytes more than the tile.
-          this.value = chunk.subarray(off, off + len)
-          off += len
-        } else this.fill = { buf: Buffer.allocUnsafe(len), at: 0 }
+        this.row = true
+        // The value's bytes in this chunk, and what is still to come. A socket's chunk is exactly
+        // what one read returned (Node sizes its memory to the bytes read), and this connection's
+        // reads hold nothing but this exchange (BindComplete, the row, CommandComplete,
+        // ReadyForQuery), so the views keep only a few bytes more than the tile.
+        if (len > 0) {
+          const n = Math.min(len, chunk.length - off)
+          if (n > 0) this.parts.push(chunk.subarray(off, off + n))
+          this.pending = len - n
+          off += n
+        }
         continue
       }
       if (passFrom < 0) passFrom = off
@@ -163,7 +173,7 @@ class BytesQuery {
     if (this.done) return
     this.done = true
     if (this.error !== null) this.callback?.(this.error)
-    else this.callback?.(null, this.value ?? Buffer.alloc(0))
+    else this.callback?.(null, this.parts)
   }
 
   handleCommandComplete (): void {}
@@ -177,12 +187,18 @@ class BytesQuery {
 
 /**
  * Runs the named prepared statement `text` (numbered parameters) on `client` and resolves to the
- * bytes of its first column in its first row (empty when there is no row or the value is NULL).
+ * bytes of its first column in its first row, as they arrived: views of the socket's chunks, in
+ * order (none when there is no row or the value is NULL or empty). `joinBytes` makes one buffer.
  */
-export function queryBytes (client: pg.Client, name: string, text: string, values: unknown[]): Promise<Buffer> {
+export function queryBytes (client: pg.Client, name: string, text: string, values: unknown[]): Promise<Buffer[]> {
   return new Promise((resolve, reject) => {
     const q = new BytesQuery(name, text, values)
     q.callback = (err, value) => { if (err !== null) reject(err); else resolve(value!) }
     client.query(q as unknown as pg.QueryConfig)
   })
+}
+
+/** The pieces as one buffer: the piece itself when there is one (no copy), else one copy of them all. */
+export function joinBytes (parts: readonly Buffer[]): Buffer {
+  return parts.length === 1 ? parts[0] : Buffer.concat(parts)
 }

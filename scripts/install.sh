@@ -34,6 +34,13 @@ if ! command -v chromium >/dev/null; then
   apt-get install -y -qq --no-install-recommends chromium >/dev/null
 fi
 
+echo "== wrk (npm run bench measures warm tiles with it, a C load generator, beside its Node client)"
+if ! command -v wrk >/dev/null; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends wrk >/dev/null
+fi
+
 echo "== Node 24 and packages"
 npm ci --no-audit --no-fund --loglevel=error
 export PATH="$PWD/node_modules/.bin:$PATH"

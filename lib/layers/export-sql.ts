@@ -90,7 +90,8 @@ function literal (v: unknown): string {
 export interface TileRequest { z: number, x: number, y: number, layerName: string }
 
 /**
- * One Mapbox Vector Tile (extent 4096, buffer 64). Candidates come from the tenant's GiST index
+ * One Mapbox Vector Tile (extent 4096, buffer 64), in the pieces it arrived in (lib/db
+ * `preparedBytes`: views of the socket's reads, not copied; `joinBytes` makes one buffer). Candidates come from the tenant's GiST index
  * by the tile's lon/lat box widened by the buffer; ST_AsMVTGeom clips and quantizes in 3857.
  * Properties: id, typeId, publicId, workflowState and the selected attributes (CONTRACT).
  *
@@ -100,8 +101,8 @@ export interface TileRequest { z: number, x: number, y: number, layerName: strin
  * calls set_config, which is PARALLEL UNSAFE: PostgreSQL then plans the whole statement without
  * parallel workers (and the setting, local to the statement's own transaction, says so too).
  */
-export async function renderTile (db: Queryable, s: Scope, fields: FieldSelection, t: TileRequest): Promise<Buffer> {
-  if (!engineOf(db).mvt) return encodeTile(await tileFeatures(db, s, fields, t), t)
+export async function renderTile (db: Queryable, s: Scope, fields: FieldSelection, t: TileRequest): Promise<Buffer[]> {
+  if (!engineOf(db).mvt) return [encodeTile(await tileFeatures(db, s, fields, t), t)]
   const st = tileStatement(s, fields)
   return preparedBytes(db, st.name, st.text, [t.z, t.x, t.y, t.layerName, ...st.attrs, ...source(s).params, ...s.where.params])
 }

@@ -11,6 +11,7 @@ import { changeCount } from './changes.js'
 import { matchesIfNoneMatch, renderKey, type RenderCache } from './cache.js'
 import { encodeRendering } from './encoding.js'
 import type { FilterNode, Fragment } from '../queries/index.js'
+import { joinBytes } from '../db.js'
 
 // Exports of a layer's selection: GeoJSON pages, the NDJSON stream's statement, tiles. Each
 // request is first "planned": the layer, the selection, and the cache key / ETag built from
@@ -41,7 +42,16 @@ export interface Plan {
  * the body is gzip (Content-Encoding); `vary`: the answer depends on Accept-Encoding (it is kept
  * in both codings), which the route says in Vary.
  */
-export interface Rendered { etag: string, maxAge: number, body: Buffer | null, encoding?: 'gzip', vary?: boolean }
+export interface Rendered { etag: string, maxAge: number, body: Body | null, encoding?: 'gzip', vary?: boolean }
+
+/**
+ * A body: one buffer, or the pieces of one sent in order (a cold tile as it came from the
+ * database, lib/db `preparedBytes`; a server writes them in one writev; `joinBytes` makes one).
+ */
+export type Body = Buffer | readonly Buffer[]
+
+/** A body as one buffer (a copy only when it is in several pieces). */
+export const joined = (b: Body): Buffer => Buffer.isBuffer(b) ? b : joinBytes(b)
 
 /** What a request asks of a cached export: its If-None-Match, and whether it takes a gzip body (encoding.ts `acceptsGzip`). */
 export interface Conditions { ifNoneMatch?: string, gzip?: boolean }
@@ -95,7 +105,7 @@ export async function plan (ctx: ServiceContext, kind: string, p: ExportParams, 
  * client's Accept-Encoding allows gzip (encoding.ts `acceptsGzip`); only kept renderings have
  * a gzip coding.
  */
-export async function cached (cache: RenderCache | null, pl: Plan, c: Conditions, render: () => Promise<Buffer>): Promise<Rendered> {
+export async function cached (cache: RenderCache | null, pl: Plan, c: Conditions, render: () => Promise<Body>): Promise<Rendered> {
   if (cache === null || pl.ttl === 0) {
     const head = { etag: pl.etag, maxAge: pl.ttl }
     if (matchesIfNoneMatch(c.ifNoneMatch, pl.etag)) return { ...head, body: null }
@@ -107,7 +117,7 @@ export async function cached (cache: RenderCache | null, pl: Plan, c: Conditions
   if (matchesIfNoneMatch(c.ifNoneMatch, head.etag)) return { ...head, body: null }
   const hit = await cache.get(pl.key, c.gzip === true ? 'gzip' : 'identity')
   if (hit !== undefined) return { ...head, body: hit }
-  const kept = await encodeRendering(await render())
+  const kept = await encodeRendering(joined(await render()))
   await cache.set(pl.key, kept, pl.ttl)
   return { ...head, body: c.gzip === true ? kept.gzip : kept.identity }
 }
@@ -149,7 +159,7 @@ export async function tile (ctx: ServiceContext, cache: RenderCache | null, laye
   return cached(cache, pl, c, () => renderPlannedTile(ctx, pl, t))
 }
 
-export function renderPlannedTile (ctx: ServiceContext, pl: Plan, t: TileCoordinates): Promise<Buffer> {
+export function renderPlannedTile (ctx: ServiceContext, pl: Plan, t: TileCoordinates): Promise<Buffer[]> {
   if (pl.layer === null) throw new AppError('BAD_REQUEST', 'a tile needs a layer')
   return exportSql.renderTile(ctx.db, pl.scope, pl.fields, { ...t, layerName: pl.layer.slug })
 }

@@ -60,14 +60,22 @@ async function serve (deps: TileHitDeps, req: IncomingMessage, res: ServerRespon
     'Cache-Control': `private, max-age=${r.maxAge}`,
     Vary: r.vary === true ? 'Authorization, Accept-Encoding' : 'Authorization'
   }
-  const status = r.body === null ? 304 : 200
-  if (r.body !== null) {
+  const body = r.body
+  const status = body === null ? 304 : 200
+  if (body !== null) {
     headers['Content-Type'] = TILE_TYPE
     if (r.encoding !== undefined) headers['Content-Encoding'] = r.encoding
-    headers['Content-Length'] = r.body.length
+    headers['Content-Length'] = Buffer.isBuffer(body) ? body.length : body.reduce((n, p) => n + p.length, 0)
   }
   res.writeHead(status, headers)
-  res.end(r.body ?? undefined)
+  if (body === null || Buffer.isBuffer(body)) res.end(body ?? undefined)
+  else {
+    // A cold tile in the pieces it came from the database in: headers and pieces in one writev.
+    res.cork()
+    for (const p of body) res.write(p)
+    res.end()
+    res.uncork()
+  }
   deps.recorder.finish(g.state, 'GET', TILE_ROUTE, req.url ?? '', status, started)
   httpFastPathTotal.inc(TILE_LABELS)
   return true

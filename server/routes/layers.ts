@@ -24,7 +24,7 @@ export function sendRendered (ctx: Context, r: layers.Rendered, type: string): v
   ctx.status = 200
   ctx.type = type
   if (r.encoding !== undefined) ctx.set('Content-Encoding', r.encoding)
-  ctx.body = r.body
+  ctx.body = layers.joined(r.body)
 }
 
 /** The API's own origin as the client addressed it (links in TileJSON and OGC documents are absolute). */

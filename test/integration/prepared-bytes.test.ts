@@ -1,6 +1,6 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
-import { createDb, preparedBytes, type Db } from '../../lib/db.js'
+import { createDb, joinBytes, preparedBytes as pieces, type Bindings, type Db, type Queryable } from '../../lib/db.js'
 import { TEST_DATABASE_URL } from '../support/env.js'
 
 // lib/pg-bytes through lib/db preparedBytes: a bytea read in the binary result format, beside
@@ -11,6 +11,9 @@ const BYTES = `SELECT decode(string_agg(lpad(to_hex(i % 256), 2, '0'), '' ORDER 
   FROM generate_series(0, ?::int - 1) i`
 
 const expected = (n: number): Buffer => Buffer.from(Array.from({ length: n }, (_, i) => i % 256))
+
+// The bytes as one buffer (preparedBytes gives the pieces they arrived in).
+const preparedBytes = async (db: Queryable, name: string, sql: string, bindings: Bindings): Promise<Buffer> => joinBytes(await pieces(db, name, sql, bindings))
 
 describe('lib/db preparedBytes (binary bytea)', () => {
   let db: Db
@@ -24,6 +27,21 @@ describe('lib/db preparedBytes (binary bytea)', () => {
       const text = (await db.raw(BYTES, [n])).rows[0].b as Buffer
       assert.ok(got.equals(text))
     }
+  })
+
+  it('hands a large value on in the pieces it arrived in, none copied (views of the socket reads)', async () => {
+    const parts = await pieces(db, 'test.bytes', BYTES, [1_000_000])
+    assert.ok(parts.length > 1, `${parts.length} pieces`)
+    assert.equal(parts.reduce((n, p) => n + p.length, 0), 1_000_000)
+    // Each piece is a view into memory that a socket read filled, not a buffer of its own.
+    assert.ok(parts.some(p => p.buffer.byteLength > p.length || p.byteOffset > 0))
+    assert.ok(joinBytes(parts).equals(expected(1_000_000)))
+  })
+
+  it('reads the first row only', async () => {
+    const rows = "SELECT decode(lpad(to_hex(i), 2, '0'), 'hex') AS b FROM generate_series(?::int, 3) i ORDER BY i"
+    assert.ok((await preparedBytes(db, 'test.bytes.rows', rows, [1])).equals(Buffer.from([1])))
+    assert.ok((await preparedBytes(db, 'test.bytes.rows', rows, [2])).equals(Buffer.from([2])))
   })
 
   it('gives an empty buffer for NULL and for no row', async () => {
