@@ -11,6 +11,7 @@ import * as layers from '../lib/layers/index.js'
 import * as settings from '../lib/settings/index.js'
 import { RUN_WORK_OPTIONS, startAutomation } from './automation.js'
 import { warmConnections } from '../lib/db.js'
+import * as objectTypes from '../lib/object-types/index.js'
 
 /**
  * A worker's share of a runtime: queues, handlers, schedules, the outbox poll and the counter
@@ -24,6 +25,8 @@ export async function startWorker (rt: Runtime, config: Readonly<Config>, log: L
   for (const q of QUEUES) await rt.boss.findJobs(q.name, { id: '00000000-0000-0000-0000-000000000000' })
   // The connections the run loops keep busy, opened before the first job is taken.
   await warmConnections(rt.db, RUN_WORK_OPTIONS.batchSize * RUN_WORK_OPTIONS.localConcurrency).catch(err => log.warn({ err }, 'could not warm the pool'))
+  // And the attribute validators' meta-schema, which the first object a run writes would compile.
+  objectTypes.warmValidators()
 
   // A dispatch that queued automation runs wakes this process's run worker at once (event-to-run
   // latency), instead of leaving them to its next poll.

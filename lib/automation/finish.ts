@@ -44,7 +44,7 @@ export async function finishRun (ctx: ServiceContext, run: sql.RunRow, patch: Ou
   try {
     await runWrite(ctx, { resource: 'automationRules', action: 'execute' }, async w => {
       // Final: the row, its count and its audit/event in one statement (one round trip).
-      if (final) await w.fold(sql.finishRunFolded(w.tx, ctx.tenantId, run.id, patch, changeOf(run, patch)))
+      if (final) await w.fold(sql.finishRunFolded(ctx.tenantId, run.id, patch, changeOf(run, patch)))
       else await sql.updateRun(w.tx, ctx.tenantId, run.id, patch)
     })
   } catch (err) {
