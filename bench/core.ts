@@ -1,9 +1,8 @@
 import { randomUUID } from 'node:crypto'
-import { fork } from 'node:child_process'
 import pg from 'pg'
 import type { Db } from '../lib/db.js'
 import { AREA, seedCity, type City } from './city.js'
-import { compare, freePort, http, httpText, throughput, workerChores } from './support.js'
+import { compare, http, httpText, startFloor, throughput, workerChores } from './support.js'
 import { BBOX_SQL, DWITHIN_SQL, FLOOR_STATEMENTS, rawList, rawSpatial } from './raw-sql.js'
 
 // The core paths over HTTP against the physical limit: the best raw SQL for the same answer
@@ -30,19 +29,6 @@ export interface Figure {
   goal: number | null
   /** The same raw SQL behind the minimal HTTP server (ops/s), where measured. */
   floor?: number
-}
-
-/** Starts the HTTP floor (bench/floor-server.ts) on a free port; resolves once it listens. */
-export async function startFloor (databaseUrl: string): Promise<{ baseUrl: string, pid: number, stop: () => void }> {
-  const port = await freePort()
-  const child = fork(new URL('./floor-server.ts', import.meta.url).pathname, [], {
-    execArgv: ['--import', 'tsx'], env: { ...process.env, DATABASE_URL: databaseUrl, PORT: String(port) }, stdio: ['ignore', 'ignore', 'inherit', 'ipc']
-  })
-  await new Promise<void>((resolve, reject) => {
-    child.once('message', () => resolve())
-    child.once('exit', code => reject(new Error(`the HTTP floor exited ${code}`)))
-  })
-  return { baseUrl: `http://127.0.0.1:${port}`, pid: child.pid ?? 0, stop: () => { child.kill('SIGTERM') } }
 }
 
 const attrs = (i: number) => ({ name: `new ${i}`, height: i % 50 })

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto'
+import { fork } from 'node:child_process'
 import { Agent, request } from 'node:http'
 import { createServer } from 'node:net'
 import type { Db } from '../lib/db.js'
@@ -134,4 +135,17 @@ export async function waitReady (base: string): Promise<void> {
 export function workerChores (db: Db): () => void {
   const timer = setInterval(() => { counters.fold(db).then(() => counters.vacuum(db)).catch(() => {}) }, 5000)
   return () => clearInterval(timer)
+}
+
+/** Starts the HTTP floor (bench/floor-server.ts) on a free port; resolves once it listens. */
+export async function startFloor (databaseUrl: string): Promise<{ baseUrl: string, pid: number, stop: () => void }> {
+  const port = await freePort()
+  const child = fork(new URL('./floor-server.ts', import.meta.url).pathname, [], {
+    execArgv: ['--import', 'tsx'], env: { ...process.env, DATABASE_URL: databaseUrl, PORT: String(port) }, stdio: ['ignore', 'ignore', 'inherit', 'ipc']
+  })
+  await new Promise<void>((resolve, reject) => {
+    child.once('message', () => resolve())
+    child.once('exit', code => reject(new Error(`the HTTP floor exited ${code}`)))
+  })
+  return { baseUrl: `http://127.0.0.1:${port}`, pid: child.pid ?? 0, stop: () => { child.kill('SIGTERM') } }
 }

@@ -198,7 +198,8 @@ export function queryBytes (client: pg.Client, name: string, text: string, value
   })
 }
 
-/** The pieces as one buffer: the piece itself when there is one (no copy), else one copy of them all. */
-export function joinBytes (parts: readonly Buffer[]): Buffer {
+/** A buffer, or its pieces as one buffer: the piece itself when there is one (no copy), else one copy of them all. */
+export function joinBytes (parts: Buffer | readonly Buffer[]): Buffer {
+  if (Buffer.isBuffer(parts)) return parts
   return parts.length === 1 ? parts[0] : Buffer.concat(parts)
 }

@@ -46,12 +46,9 @@ export interface Rendered { etag: string, maxAge: number, body: Body | null, enc
 
 /**
  * A body: one buffer, or the pieces of one sent in order (a cold tile as it came from the
- * database, lib/db `preparedBytes`; a server writes them in one writev; `joinBytes` makes one).
+ * database, lib/db `preparedBytes`; a server writes them in one writev; `joinBytes` makes one buffer).
  */
 export type Body = Buffer | readonly Buffer[]
-
-/** A body as one buffer (a copy only when it is in several pieces). */
-export const joined = (b: Body): Buffer => Buffer.isBuffer(b) ? b : joinBytes(b)
 
 /** What a request asks of a cached export: its If-None-Match, and whether it takes a gzip body (encoding.ts `acceptsGzip`). */
 export interface Conditions { ifNoneMatch?: string, gzip?: boolean }
@@ -117,7 +114,7 @@ export async function cached (cache: RenderCache | null, pl: Plan, c: Conditions
   if (matchesIfNoneMatch(c.ifNoneMatch, head.etag)) return { ...head, body: null }
   const hit = await cache.get(pl.key, c.gzip === true ? 'gzip' : 'identity')
   if (hit !== undefined) return { ...head, body: hit }
-  const kept = await encodeRendering(joined(await render()))
+  const kept = await encodeRendering(joinBytes(await render()))
   await cache.set(pl.key, kept, pl.ttl)
   return { ...head, body: c.gzip === true ? kept.gzip : kept.identity }
 }

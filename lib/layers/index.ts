@@ -1,6 +1,6 @@
 export * as schema from './schema.js'
 export { createLayer, getLayer, listLayers, patchLayer, deleteLayer } from './definitions.js'
-export { featureCollection, tile, parseTile, joined, type Body, type Conditions, type Rendered, type TileCoordinates } from './exports.js'
+export { featureCollection, tile, parseTile, type Body, type Conditions, type Rendered, type TileCoordinates } from './exports.js'
 export { featureStream, type FeatureStream } from './stream.js'
 export { tileJson, prerenderLayer, PRERENDER_MAX_ZOOM } from './tiles.js'
 export { prerenderOnObjectEvents } from './prerender.js'

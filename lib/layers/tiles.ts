@@ -2,7 +2,8 @@ import type { ServiceContext } from '../context.js'
 import * as schema from './schema.js'
 import * as sql from './sql.js'
 import * as exportSql from './export-sql.js'
-import { cached, joined, plan, renderPlannedTile, type Conditions, type Rendered } from './exports.js'
+import { joinBytes } from '../db.js'
+import { cached, plan, renderPlannedTile, type Conditions, type Rendered } from './exports.js'
 import type { RenderCache } from './cache.js'
 import { encodeRendering } from './encoding.js'
 
@@ -71,7 +72,7 @@ export async function prerenderLayer (ctx: ServiceContext, cache: RenderCache, l
   for (let z = 0; z <= PRERENDER_MAX_ZOOM; z++) {
     for (const t of tilesOver(e.bbox, z)) {
       const one = await plan(ctx, 'mvt', { layer: layer.id }, { parts: [t.z, t.x, t.y] })
-      await cache.set(one.key, await encodeRendering(joined(await renderPlannedTile(ctx, one, t))), one.ttl)
+      await cache.set(one.key, await encodeRendering(joinBytes(await renderPlannedTile(ctx, one, t))), one.ttl)
       n++
     }
   }

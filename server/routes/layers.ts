@@ -2,6 +2,7 @@ import type { Context } from 'koa'
 import type { RouteRegistrar } from '../app.js'
 import { defineRoute } from '../openapi/registry.js'
 import * as layers from '../../lib/layers/index.js'
+import { joinBytes } from '../../lib/db.js'
 import { service } from '../http/common.js'
 
 const S = layers.schema
@@ -24,7 +25,7 @@ export function sendRendered (ctx: Context, r: layers.Rendered, type: string): v
   ctx.status = 200
   ctx.type = type
   if (r.encoding !== undefined) ctx.set('Content-Encoding', r.encoding)
-  ctx.body = layers.joined(r.body)
+  ctx.body = joinBytes(r.body)
 }
 
 /** The API's own origin as the client addressed it (links in TileJSON and OGC documents are absolute). */
