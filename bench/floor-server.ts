@@ -1,3 +1,4 @@
+import '../lib/heap.js'
 import { createServer, type ServerResponse } from 'node:http'
 import pg from 'pg'
 import { queryBytes } from '../lib/pg-bytes.js'

@@ -1,3 +1,4 @@
+import '../lib/heap.js'
 import { spawn, type ChildProcess } from 'node:child_process'
 import pg from 'pg'
 import jwt from 'jsonwebtoken'

@@ -1,3 +1,4 @@
+import '../lib/heap.js'
 import { loadConfigOrExit } from '../lib/config.js'
 import { createLogger } from '../lib/log.js'
 import { packageVersion } from '../lib/release/version.js'

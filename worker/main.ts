@@ -1,3 +1,4 @@
+import '../lib/heap.js'
 import { loadConfigOrExit, requireDatabaseUrl } from '../lib/config.js'
 import '../lib/modules.js'
 import { createLogger } from '../lib/log.js'
