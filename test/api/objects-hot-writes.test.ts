@@ -1,4 +1,4 @@
-import { describe, it, before } from 'node:test'
+import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { gzipSync } from 'node:zlib'
 import { token, useOwnerSession } from '../support/harness.js'
@@ -12,7 +12,7 @@ describe('the create ahead of Koa (server/http/hot-writes.ts)', () => {
   const FAST = '/v1/objects'
   const KOA = '/v1/objects/'
   const post = (path: string, body: string | Buffer, headers: Record<string, string> = {}, t = ctx.owner.token) =>
-    fetch(ctx.s.base + path, { method: 'POST', body, headers: { Authorization: `Bearer ${t}`, 'Content-Type': 'application/json', ...headers } })
+    fetch(ctx.s.base + path, { method: 'POST', body: typeof body === 'string' ? body : new Uint8Array(body), headers: { Authorization: `Bearer ${t}`, 'Content-Type': 'application/json', ...headers } })
   const body = (over: Record<string, unknown> = {}) => JSON.stringify({ typeId: ctx.typeId, attributes: { name: 'pole', height: 9 }, geometry: { type: 'Point', coordinates: [8.5, 47.4] }, ...over })
 
   // Requests the fast path answered (http_fast_path_responses_total{route="/v1/objects"}).
