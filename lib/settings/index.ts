@@ -202,7 +202,7 @@ export function announce (db: Db, kind: SettingsKind, tenantId: string, log?: Lo
   if (!a.busy) void flush(db, a, log)
 }
 
-const ANNOUNCE_INTERVAL_MS = 20
+const ANNOUNCE_INTERVAL_MS = 100
 
 interface Announcer { pending: Set<string>, busy: boolean, lastAt: number }
 const announcers = new WeakMap<Db, Announcer>()

@@ -1,6 +1,15 @@
+import { Readable } from 'node:stream'
+import type { IncomingMessage } from 'node:http'
 import type { Middleware } from 'koa'
 import { koaBody } from 'koa-body'
 import { AppError } from '../../lib/errors.js'
+
+/**
+ * Set on a request by an HTTP fast path (server/http/hot-writes.ts) that read its body and then
+ * handed it to Koa: the bytes it read, parsed here by the very parser that would have read them
+ * from the socket, so the route answers exactly as if the fast path had not been there.
+ */
+export const BODY_READ = Symbol('request body read')
 
 /** JSON bodies only, at most MAX_BODY_BYTES; anything else with a body is refused. */
 export function jsonBody (maxBodyBytes: number): Middleware {
@@ -13,6 +22,13 @@ export function jsonBody (maxBodyBytes: number): Middleware {
     }
     if (ctx.request.length > maxBodyBytes) throw new AppError('PAYLOAD_TOO_LARGE', `request body exceeds ${maxBodyBytes} bytes`, { limit: maxBodyBytes })
     if (!ctx.is('application/json', '+json')) throw new AppError('BAD_REQUEST', 'Content-Type must be application/json', { field: 'Content-Type', reason: 'unsupported media type' })
-    return parse(ctx, next)
+    const read = (ctx.req as { [BODY_READ]?: Buffer })[BODY_READ]
+    if (read === undefined) return parse(ctx, next)
+    // The parser reads ctx.req: give it the bytes already read, with the request's headers.
+    return parse(Object.create(ctx, { req: { value: replay(ctx.req, read) } }), next)
   }
+}
+
+function replay (req: IncomingMessage, bytes: Buffer): Readable {
+  return Object.assign(Readable.from([bytes], { objectMode: false }), { headers: req.headers })
 }

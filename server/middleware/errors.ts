@@ -16,29 +16,40 @@ export function errorBodies (): Middleware {
         writeError(ctx, ctx.status, new AppError('BAD_REQUEST', `method ${ctx.method} ${what}`, { allow: ctx.response.get('Allow') }))
       }
     } catch (raw) {
-      const err = toAppError(raw, ctx)
+      const err = toAppError(raw, ctx.state)
       writeError(ctx, STATUS_BY_CODE[err.code], err)
     }
   }
 }
 
+/**
+ * What errorBodies answers for a thrown value, as status and JSON text: for an HTTP fast path
+ * (server/http/hot-writes.ts) that answers a lib error the way the route does.
+ */
+export function errorAnswer (raw: unknown, state: Record<string, any>): { status: number, body: string } {
+  const err = toAppError(raw, state)
+  return { status: STATUS_BY_CODE[err.code], body: JSON.stringify(errorBody(err)) }
+}
+
+const errorBody = (err: AppError) => ({ error: { code: err.code, message: err.message, details: err.details } })
+
 function writeError (ctx: Context, status: number, err: AppError): void {
   ctx.status = status
   ctx.type = 'application/json'
-  ctx.body = { error: { code: err.code, message: err.message, details: err.details } }
+  ctx.body = errorBody(err)
 }
 
-function toAppError (raw: unknown, ctx: Context): AppError {
+function toAppError (raw: unknown, state: Record<string, any>): AppError {
   const translated = translatePgError(raw)
   if (translated instanceof AppError) return translated
   const e = raw as { status?: number, type?: string, expose?: boolean, message?: string }
   // Errors from the body parser (co-body / raw-body) carry a status and a type.
-  if (e?.status === 413) return new AppError('PAYLOAD_TOO_LARGE', `request body exceeds ${ctx.state.maxBodyBytes ?? 'the limit of'} bytes`, {})
+  if (e?.status === 413) return new AppError('PAYLOAD_TOO_LARGE', `request body exceeds ${state.maxBodyBytes ?? 'the limit of'} bytes`, {})
   // zlib (Content-Encoding: gzip/deflate) failing on the client's bytes is the client's fault.
   if (typeof (raw as { code?: unknown })?.code === 'string' && /^Z_/.test((raw as { code: string }).code)) {
     return new AppError('BAD_REQUEST', 'request body could not be decompressed', { field: 'Content-Encoding', reason: 'invalid compressed data' })
   }
   if (e?.status === 400 || e?.status === 415) return new AppError('BAD_REQUEST', e.type === 'entity.parse.failed' || /JSON/i.test(e.message ?? '') ? 'request body is not valid JSON' : (e.message ?? 'bad request'), {})
-  ctx.state.log?.error({ err: raw }, 'unhandled error')
+  state.log?.error({ err: raw }, 'unhandled error')
   return new AppError('INTERNAL_ERROR', 'internal server error', {})
 }

@@ -82,6 +82,9 @@ describe('object reads ahead of Koa (server/http/hot-reads.ts)', () => {
   })
 
   it('never serves a bad, forged, expired or missing token', async () => {
+    // exp is whole seconds (iat + 1): signed just before a second ends, the token would expire at
+    // once, so it is signed just after one begins.
+    await new Promise(resolve => setTimeout(resolve, 1000 - Date.now() % 1000 + 20))
     const shortLived = token({ tenant: ctx.tenant, roles: ['owner'], sub: 'short' }, { expiresIn: 1 })
     assert.equal((await get(`/v1/objects/${id}`, shortLived)).status, 200)
     await new Promise(resolve => setTimeout(resolve, 1100 + 1000 - Date.now() % 1000))
