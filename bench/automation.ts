@@ -9,7 +9,9 @@ import { createQueues } from '../jobs/enqueue.js'
 
 // Automation end to end (issue 13, item 9): runs per second from ingress 202 to the effect
 // committed, with one and with two worker processes, against pg-boss's own send -> work rate in
-// the same run (the automation.run worker's own work options and loops, RUN_WORK_OPTIONS and workInLoops). Then event-to-run latency at low load against pg-boss's own send -> start latency.
+// the same run (the automation.run worker's own work options and loops, RUN_WORK_OPTIONS and workInLoops),
+// each side once untimed first (fresh worker processes spend their first runs compiling). Then
+// event-to-run latency at low load against pg-boss's own send -> start latency.
 
 export interface AutomationBenchEnv {
   db: Db
@@ -68,19 +70,24 @@ async function fixture (env: AutomationBenchEnv): Promise<Fixture> {
   return { tenant, token, ruleId: rule.id, webhookToken: rule.webhookToken, objectIds }
 }
 
-async function finished (db: Db, f: Fixture): Promise<number> {
-  const r = await db.raw("SELECT count(*)::int AS n FROM automation_runs WHERE tenant_id = ? AND rule_id = ? AND status IN ('succeeded', 'failed')", [f.tenant, f.ruleId])
+/**
+ * Runs of this round finished: those queued since `since` only (index automation_runs_rule_queued),
+ * so that the poll, every 20 ms while the round runs, does not grow with the rounds before it
+ * (counting every run of the rule cost the database about a millisecond per poll by the third round).
+ */
+async function finished (db: Db, f: Fixture, since: Date): Promise<number> {
+  const r = await db.raw("SELECT count(*)::int AS n FROM automation_runs WHERE tenant_id = ? AND rule_id = ? AND queued_at >= ? AND status IN ('succeeded', 'failed')", [f.tenant, f.ruleId, since])
   return r.rows[0].n
 }
 
 /** RUNS ingress calls from CLIENTS clients; runs/s until the last run's effect is committed. */
 async function endToEnd (env: AutomationBenchEnv, f: Fixture): Promise<number> {
-  const before = await finished(env.db, f)
+  const since = new Date(Date.now() - 1)
   const t0 = process.hrtime.bigint()
   await throughput(RUNS, CLIENTS, async i => {
     await post(env, '/v1/automation/triggers/bench', f.webhookToken, { id: f.objectIds[i % f.objectIds.length], n: i })
   })
-  while (await finished(env.db, f) < before + RUNS) await new Promise(r => setTimeout(r, 20))
+  while (await finished(env.db, f, since) < RUNS) await new Promise(r => setTimeout(r, 20))
   return RUNS / (Number(process.hrtime.bigint() - t0) / 1e9)
 }
 
@@ -262,7 +269,30 @@ export async function benchAutomation (env: AutomationBenchEnv, print: (line: st
     for (const n of [1, 2]) {
       const workers = await startWorkers(env.env, n)
       try {
-        print(row(`automation runs/s, ingress -> effect, ${n} worker(s)`, await compare(env.rounds, () => endToEnd(env, f), () => bossRate(boss, n)), 'runs/s'))
+        // CPU per run of our measured rounds (not the warm-up): API, workers and every backend of
+        // the bench database, from /proc; steadier than rates on a shared machine.
+        const cpu = { api: 0, workers: 0, database: 0, runs: 0 }
+        let warm = false
+        const measured = async () => {
+          if (!warm) { warm = true; return endToEnd(env, f) }
+          const before = await cpuTimes(env.db, workers.map(w => w.pid!))
+          const apiBefore = env.apiPid === undefined ? null : await cpuTimes(env.db, [env.apiPid])
+          const rate = await endToEnd(env, f)
+          const after = await cpuTimes(env.db, workers.map(w => w.pid!))
+          const apiAfter = env.apiPid === undefined ? null : await cpuTimes(env.db, [env.apiPid])
+          if (before !== null && after !== null && apiBefore !== null && apiAfter !== null) {
+            for (const [pid, t] of after.backends) cpu.database += t - (before.backends.get(pid) ?? 0)
+            cpu.workers += after.workers - before.workers
+            cpu.api += apiAfter.workers - apiBefore.workers
+            cpu.runs += RUNS
+          }
+          return rate
+        }
+        print(row(`automation runs/s, ingress -> effect, ${n} worker(s)`, await compare(env.rounds, measured, () => bossRate(boss, n), undefined, true), 'runs/s'))
+        if (cpu.runs > 0) {
+          const ms = (v: number) => `${(v / cpu.runs * 1000).toFixed(2)} ms`
+          print(`  CPU per run end to end, ${n} worker(s): API ${ms(cpu.api)}, workers ${ms(cpu.workers)}, database ${ms(cpu.database)}, total ${ms(cpu.api + cpu.workers + cpu.database)}`)
+        }
         if (n === 1) {
           const samples = Number(process.env.BENCH_LATENCY_SAMPLES ?? 20)
           const ours = await eventLatency(env, f, samples)

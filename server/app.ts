@@ -34,6 +34,7 @@ import { groupedRoutes } from './http/route-groups.js'
 import { withTileHits } from './http/tile-hits.js'
 import { withHotReads } from './http/hot-reads.js'
 import { withHotWrites } from './http/hot-writes.js'
+import { withHotIngress } from './http/hot-ingress.js'
 import * as layers from '../lib/layers/index.js'
 import type { RenderCache } from '../lib/layers/index.js'
 
@@ -105,11 +106,12 @@ export function createApp (appDeps: AppDeps): Koa {
   app.use(groupedRoutes(router))
   app.use(router.allowedMethods())
   app.on('error', () => { /* answered by errorBodies; logged there */ })
-  // Tile requests, the hottest object reads and the create first try the HTTP edge's fast paths
-  // (server/http/tile-hits.ts, hot-reads.ts, hot-writes.ts); app.listen and the tests'
-  // app.callback() both get the wrapped handler.
+  // Tile requests, the hottest object reads, the create and the automation ingress first try the
+  // HTTP edge's fast paths (server/http/tile-hits.ts, hot-reads.ts, hot-writes.ts, hot-ingress.ts);
+  // app.listen and the tests' app.callback() both get the wrapped handler.
   const koaCallback = app.callback.bind(app)
   const tileHits = { config: deps.config, auth: authDeps, log: deps.log, limiter, cache: deps.renderCache, recorder }
-  app.callback = (() => withTileHits(tileHits, withHotReads(tileHits, withHotWrites(tileHits, koaCallback() as (req: IncomingMessage, res: ServerResponse) => void)))) as unknown as typeof app.callback
+  const ingress = { config: deps.config, ingress: deps, limiter, recorder }
+  app.callback = (() => withTileHits(tileHits, withHotReads(tileHits, withHotWrites(tileHits, withHotIngress(ingress, koaCallback() as (req: IncomingMessage, res: ServerResponse) => void))))) as unknown as typeof app.callback
   return app
 }

@@ -76,8 +76,12 @@ export async function lockHead (tx: Tx, tenantId: string, genesis: string, skipL
     `SELECT sequence, hash, tree_frontier, tree_size FROM audit_heads WHERE tenant_id = ? FOR UPDATE${skipLocked ? ' SKIP LOCKED' : ''}`, [tenantId])
   const row = r.rows[0]
   if (row === undefined) {
-    // Skipped (another transaction holds it), or gone though this process saw it: ask again once,
-    // creating it at genesis if it is gone.
+    // Skipped while another transaction holds it (a plain read tells, and never waits): null, and
+    // the head is known, so the next try does not insert it again (an INSERT meeting a head that
+    // another sequencer's open transaction updated waits for that transaction: the very wait
+    // skipLocked is for; two workers' sequencers met there after every other batch of runs).
+    if (skipLocked && await headExists(tx, tenantId)) { knownHeads.add(tenantId); return null }
+    // Gone though this process saw it: ask again once, creating it at genesis.
     if (!known) return null
     knownHeads.delete(tenantId)
     return lockHead(tx, tenantId, genesis, skipLocked)
@@ -85,6 +89,10 @@ export async function lockHead (tx: Tx, tenantId: string, genesis: string, skipL
   if (knownHeads.size >= 100_000) knownHeads.clear()
   knownHeads.add(tenantId)
   return { sequence: Number(row.sequence), hash: row.hash, frontier: bytes(row.tree_frontier), treeSize: Number(row.tree_size) }
+}
+
+async function headExists (tx: Tx, tenantId: string): Promise<boolean> {
+  return (await prepared(tx, 'audit.head-exists', 'SELECT 1 FROM audit_heads WHERE tenant_id = ?', [tenantId])).rows.length > 0
 }
 
 // Uses audit_events_pending (partial index on unsequenced rows).

@@ -254,7 +254,8 @@ export async function ruleForRun (db: Queryable, tenantId: string, ruleId: strin
 export type ClaimedRun = RunRow & { rule_status: RuleStatus | null, rule_deleted: boolean | null, actor_roles: string[] | null, content?: RuleContent | null }
 
 const CLAIM_RUN = (withContent: boolean) => `
-  SELECT run.*, r.status AS rule_status, r.deleted_at IS NOT NULL AS rule_deleted, r.actor_roles${withContent ? ', v.definition AS content' : ''}
+  SELECT run.*, r.status AS rule_status, r.deleted_at IS NOT NULL AS rule_deleted, r.actor_roles${withContent ? ', v.definition AS content' : ''},
+    set_config('synchronous_commit', 'off', true) AS async_commit
   FROM automation_runs run
   LEFT JOIN automation_rules r ON r.tenant_id = run.tenant_id AND r.id = run.rule_id${withContent
     ? `
@@ -269,6 +270,11 @@ const CLAIM_WITHOUT_CONTENT = CLAIM_RUN(false)
  * A run's row, locked until COMMIT, with its rule's current status and roles and (unless the
  * caller holds it already: a published version never changes) the content of its version: one
  * round trip. Primary keys of automation_runs, automation_rules and automation_rule_versions.
+ * It also makes the run's transaction commit asynchronously (`synchronous_commit` off for this
+ * transaction alone, set in this statement so that it costs no round trip): the run's outcome and
+ * its effect are one commit record, and pg-boss completes the job in a later, durable commit, which
+ * flushes the WAL past the run's. A crash can lose the run only together with the job's completion,
+ * so the job runs again and finds its run still queued (README "Invariants").
  */
 export async function claimRun (tx: Tx, tenantId: string, id: string, withContent: boolean): Promise<ClaimedRun | null> {
   const r = await (withContent

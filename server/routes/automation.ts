@@ -2,13 +2,13 @@ import type { RouteRegistrar } from '../app.js'
 import { defineRoute } from '../openapi/registry.js'
 import * as automation from '../../lib/automation/index.js'
 import { SchemaRegistryBody } from '../../lib/versioning/index.js'
-import { parse, parseQuery } from '../../lib/validation.js'
+import { parseQuery } from '../../lib/validation.js'
 import { Uuid } from '../../lib/schemas.js'
 import { idParam, service } from '../http/common.js'
+import { acceptIngress } from '../http/hot-ingress.js'
 
 const S = automation.schema
 const runParams = { ruleId: { description: 'Rule id (UUID)', schema: Uuid }, runId: { description: 'Run id (UUID)', schema: Uuid } }
-const SAFE_KEY = /^[A-Za-z0-9._:-]{1,128}$/
 
 export const registerAutomationRoutes: RouteRegistrar = (router, guards, deps) => {
   defineRoute(router, guards, {
@@ -166,11 +166,9 @@ export const registerAutomationRoutes: RouteRegistrar = (router, guards, deps) =
       status: 202, saves: { runId: 'runIds.0' }, after: ['publishAutomationRule']
     }
   }, async ctx => {
-    const payload = parse<object>(S.IngressBody, ctx.request.body)
-    const m = /^Bearer\s+(\S+)\s*$/i.exec(ctx.get('Authorization'))
-    const key = ctx.get('Idempotency-Key')
+    // Plain successful calls are answered ahead of Koa by server/http/hot-ingress.ts, with this same function.
     ctx.status = 202
-    ctx.body = await automation.acceptWebhook(deps, ctx.params.slug, m ? m[1] : null, payload, SAFE_KEY.test(key) ? key : null)
+    ctx.body = await acceptIngress(deps, ctx.params.slug, ctx.req.headers, ctx.request.body)
   })
 
   defineRoute(router, guards, {

@@ -1,8 +1,9 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
-import { createDb, type Db } from '../../lib/db.js'
+import { createDb, withTransaction, type Db, type Queryable } from '../../lib/db.js'
 import { callOnce } from '../../lib/automation/http.js'
 import { pruneRuns } from '../../lib/automation/index.js'
+import { claimRun } from '../../lib/automation/sql.js'
 import { newTenant, testConfig } from '../support/harness.js'
 import { startReceiver, type Receiver } from '../support/automation.js'
 import { TEST_DATABASE_URL } from '../support/env.js'
@@ -56,5 +57,27 @@ describe('run retention', () => {
     assert.ok(pruned >= 4)
     const left = (await db('automation_runs').where({ tenant_id: tenant }).orderBy('trigger_key').select('trigger_key')).map(x => x.trigger_key)
     assert.deepEqual(left, ['k3', 'k4', 'k6'])
+  })
+})
+
+describe("a run's transaction", () => {
+  let db: Db
+  before(() => { db = createDb(TEST_DATABASE_URL, { poolMax: 1 }) })
+  after(() => db.destroy())
+
+  it('commits asynchronously once the claim has locked the run, and only that transaction (README "Invariants")', async () => {
+    const tenant = newTenant('async-commit')
+    await db('tenants').insert({ id: tenant })
+    const [rule] = await db('automation_rules').insert({ tenant_id: tenant }).returning('id')
+    const [run] = await db('automation_runs').insert({ tenant_id: tenant, rule_id: rule.id, rule_version: 1, trigger: '{}', trigger_key: 'k', input: '{}' }).returning('id')
+    const setting = async (q: Queryable) => (await q.raw('SHOW synchronous_commit')).rows[0].synchronous_commit
+    const inside = await withTransaction(db, async tx => {
+      const before = await setting(tx)
+      const claimed = await claimRun(tx, tenant, run.id, false)
+      assert.equal(claimed?.id, run.id)
+      return [before, await setting(tx)]
+    })
+    assert.deepEqual(inside, ['on', 'off'])
+    assert.equal(await setting(db), 'on', 'the connection (one in this pool) is back to durable commits')
   })
 })
