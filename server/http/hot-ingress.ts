@@ -1,10 +1,13 @@
-import { IncomingMessage, type IncomingHttpHeaders, type ServerResponse } from 'node:http'
+import type { IncomingMessage, IncomingHttpHeaders, ServerResponse } from 'node:http'
 import type { RateLimiterAbstract } from 'rate-limiter-flexible'
 import * as automation from '../../lib/automation/index.js'
+import { AppError } from '../../lib/errors.js'
 import { httpFastPathTotal } from '../../lib/metrics.js'
 import { parse } from '../../lib/validation.js'
 import { lazyChildLog, requestIdOf, type RequestRecorder } from '../middleware/observe.js'
 import { LIMIT_DECIDED, decide, limitHeaders } from '../middleware/rate-limit.js'
+import { errorAnswer } from '../middleware/errors.js'
+import { handOver, plainJson, plainLength, readBody } from './plain-body.js'
 
 // The automation ingress (POST /v1/automation/triggers/{slug}) ahead of Koa, as hot-reads.ts
 // does for the hottest gets: a webhook call is a short lib call (one read, one insert) beside
@@ -14,8 +17,11 @@ import { LIMIT_DECIDED, decide, limitHeaders } from '../middleware/rate-limit.js
 // goes to Koa, where the route answers it: a body that is not plain JSON as koa-body reads it
 // (no Content-Length, chunked, compressed, another media type or charset, over the limit), the
 // limit reached, a body the route refuses, a bad token (401), automation switched off (403), an
-// unknown slug (404) or any error. A body already read travels to Koa as a replayed request, so
-// koa-body parses the very bytes the client sent; a rate-limit decision travels as LIMIT_DECIDED.
+// unknown slug (404). A body already read travels to Koa with the request (plain-body.ts
+// `handOver`), so koa-body parses the very bytes the client sent; a rate-limit decision travels
+// as LIMIT_DECIDED. Every refusal comes before the run is written; a failure of the write itself
+// (or of a read, which the route would answer the same way) is answered here with the route's
+// error answer, never by running the call again through Koa.
 
 export interface HotIngressDeps {
   config: automation.IngressDeps['config']
@@ -29,9 +35,9 @@ const LABELS = { route: ROUTE }
 // The slugs a rule can have (lib/automation SLUG_PATTERN): no escapes, so the path's text is the
 // slug Koa's router would decode.
 const PATH = /^\/v1\/automation\/triggers\/([a-z0-9][a-z0-9_-]{0,62})$/
-const PLAIN_JSON = /^application\/json\s*(;\s*charset\s*=\s*"?utf-8"?\s*)?$/i
-// co-body's strict mode (koa-body jsonStrict): only an object or an array at the top.
-const STRICT_JSON = /^[\x20\x09\x0a\x0d]*(\[|\{)/
+// What the route answers itself, all before anything is written: a body the schema refuses, a bad
+// token, automation switched off for the tenant, no live rule for the slug.
+const REFUSALS = new Set(['VALIDATION_ERROR', 'BAD_REQUEST', 'UNAUTHORIZED', 'FEATURE_DISABLED', 'NOT_FOUND'])
 
 const SAFE_IDEMPOTENCY_KEY = /^[A-Za-z0-9._:-]{1,128}$/
 
@@ -48,73 +54,43 @@ type Handler = (req: IncomingMessage, res: ServerResponse) => void
 /** Wraps a request handler (Koa's): the ingress is tried here first, everything else goes on. */
 export function withHotIngress (deps: HotIngressDeps, next: Handler): Handler {
   return (req, res) => {
-    if (req.method !== 'POST') { next(req, res); return }
-    const url = req.url ?? ''
-    const m = PATH.exec(url)
-    const length = Number(req.headers['content-length'])
-    if (m === null || !plainBody(req, length, deps.config.maxBodyBytes)) { next(req, res); return }
-    serve(deps, req, res, m[1], length).then(
-      handOver => { if (handOver !== null) next(handOver, res) },
-      () => { res.destroy() })
+    const m = req.method === 'POST' ? PATH.exec(req.url ?? '') : null
+    const length = m === null ? null : plainLength(req, deps.config.maxBodyBytes)
+    if (m === null || length === null) { next(req, res); return }
+    serve(deps, req, res, m[1], length).then(done => { if (!done) next(req, res) }, () => { res.destroy() })
   }
 }
 
-/** A body koa-body reads as the bytes sent: a length within the limit, plain JSON in UTF-8, not compressed. */
-function plainBody (req: IncomingMessage, length: number, max: number): boolean {
-  const h = req.headers
-  return Number.isInteger(length) && length > 0 && length <= max && h['transfer-encoding'] === undefined &&
-    h['content-encoding'] === undefined && PLAIN_JSON.test(h['content-type'] ?? '')
-}
-
-/** Null when answered; otherwise the request to hand to Koa (the body replayed once it was read). */
-async function serve (deps: HotIngressDeps, req: IncomingMessage, res: ServerResponse, slug: string, length: number): Promise<IncomingMessage | null> {
+/** True when answered; false leaves the request to Koa (with the body's bytes, once read). */
+async function serve (deps: HotIngressDeps, req: IncomingMessage, res: ServerResponse, slug: string, length: number): Promise<boolean> {
   const started = performance.now()
   const limit = await decide(deps.limiter, `ip:${req.socket.remoteAddress ?? ''}`)
   ;(req as { [LIMIT_DECIDED]?: unknown })[LIMIT_DECIDED] = limit
-  if (!limit.ok) return req
+  if (!limit.ok) return false
   const bytes = await readBody(req)
-  let body: string
-  try {
-    const text = bytes.toString('utf8')
-    if (bytes.length !== length || !STRICT_JSON.test(text) || text.includes('__proto__')) return replay(req, bytes)
-    body = JSON.stringify(await acceptIngress(deps.ingress, slug, req.headers, JSON.parse(text)))
-  } catch {
-    return replay(req, bytes)
-  }
+  const payload = plainJson(bytes, length)
+  if (payload === undefined) { handOver(req, bytes); return false }
   const requestId = requestIdOf(req.headers['x-request-id'])
   const state: Record<string, unknown> = { requestId }
   lazyChildLog(state, deps.ingress.log, requestId)
-  res.writeHead(202, {
+  let status = 202
+  let body: string
+  try {
+    body = JSON.stringify(await acceptIngress(deps.ingress, slug, req.headers, payload))
+  } catch (err) {
+    if (err instanceof AppError && REFUSALS.has(err.code)) { handOver(req, bytes); return false }
+    const a = errorAnswer(err, { ...state, maxBodyBytes: deps.config.maxBodyBytes })
+    status = a.status
+    body = a.body
+  }
+  res.writeHead(status, {
     'X-Request-Id': requestId,
     ...limitHeaders(deps.config.rateLimit.limit, limit.res),
     'Content-Type': 'application/json; charset=utf-8',
     'Content-Length': Buffer.byteLength(body)
   })
   res.end(body)
-  deps.recorder.finish(state, 'POST', ROUTE, req.url!, 202, started)
+  deps.recorder.finish(state, 'POST', ROUTE, req.url!, status, started)
   httpFastPathTotal.inc(LABELS)
-  return null
-}
-
-/** The body's bytes as far as they came (a client that stops early gets Koa's answer to that). */
-async function readBody (req: IncomingMessage): Promise<Buffer> {
-  const parts: Buffer[] = []
-  try {
-    for await (const part of req) parts.push(part as Buffer)
-  } catch {}
-  return Buffer.concat(parts)
-}
-
-/** A request Koa reads like the original: same socket, head and body bytes. */
-function replay (req: IncomingMessage, bytes: Buffer): IncomingMessage {
-  const copy = new IncomingMessage(req.socket)
-  Object.assign(copy, {
-    method: req.method, url: req.url, headers: req.headers, rawHeaders: req.rawHeaders,
-    httpVersion: req.httpVersion, httpVersionMajor: req.httpVersionMajor, httpVersionMinor: req.httpVersionMinor,
-    trailers: req.trailers, rawTrailers: req.rawTrailers, complete: true,
-    [LIMIT_DECIDED]: (req as { [LIMIT_DECIDED]?: unknown })[LIMIT_DECIDED]
-  })
-  copy.push(bytes)
-  copy.push(null)
-  return copy
+  return true
 }

@@ -1,9 +1,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import * as objects from '../../lib/objects/index.js'
 import { httpFastPathTotal } from '../../lib/metrics.js'
-import { BODY_READ } from '../middleware/body.js'
 import { errorAnswer } from '../middleware/errors.js'
 import { admit, type HotReadDeps } from './hot-reads.js'
+import { handOver, plainJson, plainLength, readBody } from './plain-body.js'
 
 // A create (POST /v1/objects) ahead of Koa, as hot-reads.ts answers the hottest reads: Koa's
 // per-request machinery and its body parser are a large share of a create's API CPU. The route's
@@ -27,11 +27,6 @@ import { admit, type HotReadDeps } from './hot-reads.js'
 const ROUTE = '/v1/objects'
 const LABELS = { route: ROUTE }
 const JSON_TYPE = 'application/json; charset=utf-8'
-const PLAIN_TYPE = /^application\/json(?:\s*;\s*charset="?utf-8"?)?$/i
-// co-body's strict mode (what the route's parser runs): the text must open an object or array.
-const OPENS_OBJECT = /^[\x20\x09\x0a\x0d]*\{/
-// What the route's parser (@hapi/bourne, protoAction 'error') looks at beyond JSON.parse.
-const NOT_PLAIN_TEXT = /__proto__|constructor|\\u|\uFFFD/
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void
 
@@ -44,23 +39,15 @@ export function withHotWrites (deps: HotReadDeps, next: Handler): Handler {
   }
 }
 
-/** The body's length when the request's headers are plain, else null. */
-function plainLength (req: IncomingMessage, max: number): number | null {
-  const h = req.headers
-  if (h['content-encoding'] !== undefined || h['transfer-encoding'] !== undefined || !PLAIN_TYPE.test(h['content-type'] ?? '')) return null
-  const length = Number(h['content-length'])
-  return Number.isInteger(length) && length > 0 && length <= max && /^\d+$/.test(h['content-length'] ?? '') ? length : null
-}
-
 /** True when answered; false leaves the request to Koa (with the body's bytes, once read). */
 async function create (deps: HotReadDeps, req: IncomingMessage, res: ServerResponse, length: number): Promise<boolean> {
   const started = performance.now()
   const g = await admit(deps, req, 'objects', 'write')
   if (g === null) return false
   const bytes = await readBody(req)
-  const body = bytes.length === length ? plainJson(bytes) : undefined
+  const body = plainJson(bytes, length)
   if (body === undefined) {
-    (req as { [BODY_READ]?: Buffer })[BODY_READ] = bytes
+    handOver(req, bytes)
     return false
   }
   let status = 201
@@ -81,28 +68,4 @@ async function create (deps: HotReadDeps, req: IncomingMessage, res: ServerRespo
   deps.recorder.finish(g.state, 'POST', ROUTE, ROUTE, status, started)
   httpFastPathTotal.inc(LABELS)
   return true
-}
-
-/** The body's bytes as received (fewer than announced when the client went away). */
-function readBody (req: IncomingMessage): Promise<Buffer> {
-  return new Promise(resolve => {
-    const chunks: Buffer[] = []
-    const done = () => { resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks)) }
-    req.on('data', (c: Buffer) => chunks.push(c))
-    req.once('end', done)
-    req.once('error', done)
-    req.once('aborted', done)
-  })
-}
-
-/** The parsed body when its text is plain JSON of an object (the route's parser gives the same), else undefined. */
-function plainJson (bytes: Buffer): unknown {
-  if (bytes[0] === 0xef) return undefined // a BOM, which the route's decoder drops
-  const text = bytes.toString('utf8')
-  if (!OPENS_OBJECT.test(text) || NOT_PLAIN_TEXT.test(text)) return undefined
-  try {
-    return JSON.parse(text)
-  } catch {
-    return undefined
-  }
 }
