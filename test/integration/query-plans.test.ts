@@ -65,4 +65,25 @@ describe('query service: plans use the indexes', () => {
       throw undo
     }), (err: unknown) => err === undo)
   })
+
+  it('plans a statement that tests geometry without parallel workers, whatever the costs say', async () => {
+    // With parallel workers costing nothing, the planner scans in parallel wherever it may: the
+    // attribute filter's page gets a Gather, the spatial ones none.
+    const undo = new Error('undo')
+    await assert.rejects(db.transaction(async tx => {
+      for (const s of ['parallel_setup_cost = 0', 'parallel_tuple_cost = 0', 'min_parallel_table_scan_size = 0', 'min_parallel_index_scan_size = 0']) await tx.raw(`SET LOCAL ${s}`)
+      const ctx = serviceContext(tx as unknown as Db, f.ctx.tenantId)
+      assert.match(await plan({ filters: [{ field: 'attributes.n', operator: 'gte', value: 10 }] }, ctx), /Gather/, 'the control: parallel plans are forced')
+      const spatial = [
+        { field: 'geometry', operator: 'bbox', value: [10.5, 50.5, 10.6, 50.6] },
+        { field: 'geometry', operator: 'dwithin', value: point(10.5, 50.5), distanceMeters: 2000 },
+        { field: 'geometry', operator: 'within', value: box(10.5, 50.5, 10.6, 50.6) }
+      ]
+      for (const filter of spatial) {
+        const p = await plan({ filters: [filter, { field: 'attributes.n', operator: 'gte', value: 10 }] }, ctx)
+        assert.doesNotMatch(p, /Gather|Parallel/, `${filter.operator}\n${p}`)
+      }
+      throw undo
+    }), (err: unknown) => err === undo)
+  })
 })
