@@ -18,11 +18,23 @@ export function createDb (databaseUrl: string, opts: { poolMax?: number } = {}):
   const db = knexFactory({
     client: 'pg',
     connection: databaseUrl,
-    pool: { min: 0, max: opts.poolMax ?? 20 },
+    pool: { min: 0, max: opts.poolMax ?? 20, afterCreate: noJit },
     acquireConnectionTimeout: 10_000
   })
   instrument(db)
   return db
+}
+
+/**
+ * The service's connections plan without JIT compilation. Its statements are short and many run
+ * at once; PostGIS declares its spatial predicates at a cost of 10,000 per call, so a spatial
+ * page's estimate crosses jit_above_cost (100,000) whenever ANALYZE's sample lifts its row
+ * estimate, and compiling its expressions then took 15-20 ms of a 17-27 ms statement (a dwithin
+ * page of the bench's city: EXPLAIN ANALYZE 46-47 ms with JIT, 17-27 ms without; the bench saw
+ * the page rate halve, 57 against 114 per second).
+ */
+function noJit (conn: { query: (sql: string, cb: (err: Error | null) => void) => void }, done: (err: Error | null, conn: unknown) => void): void {
+  conn.query('SET jit = off', err => { done(err, conn) })
 }
 
 /**

@@ -86,4 +86,10 @@ describe('query service: plans use the indexes', () => {
       throw undo
     }), (err: unknown) => err === undo)
   })
+
+  it('plans on connections without JIT compilation (lib/db createDb)', async () => {
+    // PostGIS's predicate costs put spatial pages over jit_above_cost; compiling cost more than running.
+    const settings = await Promise.all([1, 2, 3].map(() => db.transaction(async tx => (await tx.raw('SHOW jit')).rows[0].jit)))
+    assert.deepEqual(settings, ['off', 'off', 'off'])
+  })
 })
