@@ -26,6 +26,7 @@ function run (db: Queryable, f: Fragment) {
 
 /** Stable page order: creation time, then id (objects_tenant_created serves it). */
 const ORDER = trusted('o.created_at, o.id')
+const SERIAL = trusted(queries.SERIAL_PLAN)
 
 /** A page of Features as the text of a JSON array. */
 export async function featurePage (db: Queryable, s: Scope, fields: FieldSelection, limit: number, offset: number): Promise<{ features: string, returned: number }> {
@@ -143,7 +144,7 @@ function tileStatement (s: Scope, fields: FieldSelection): TileStatement {
  */
 function tileBox (t: TileRequest): Fragment {
   return sql`WITH env AS MATERIALIZED (
-      SELECT ST_TileEnvelope(${t.z}, ${t.x}, ${t.y}) AS m, set_config('max_parallel_workers_per_gather', '0', true) AS serial
+      SELECT ST_TileEnvelope(${t.z}, ${t.x}, ${t.y}) AS m, ${SERIAL} AS serial
     ),
     box AS MATERIALIZED (
       SELECT env.m, ST_Expand(g, (ST_XMax(g) - ST_XMin(g)) * 64 / 4096.0) AS g

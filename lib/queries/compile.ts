@@ -134,7 +134,9 @@ export function compileFilter (node: FilterNode): Fragment {
 // PARALLEL UNSAFE, so its presence keeps the planner from any parallel plan; as an uncorrelated
 // subquery it runs once per statement (a one-time filter), is always true, and changes no row
 // estimate. The setting is local: it ends with the statement's transaction.
-const SERIAL = trusted("(SELECT set_config('max_parallel_workers_per_gather', '0', true)) = '0'")
+/** The call that keeps a statement from parallel plans (lib/layers' tile statement carries it too). */
+export const SERIAL_PLAN = "set_config('max_parallel_workers_per_gather', '0', true)"
+const SERIAL = trusted(`(SELECT ${SERIAL_PLAN}) = '0'`)
 
 function testsGeometry (node: FilterNode): boolean {
   switch (node.kind) {

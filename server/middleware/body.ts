@@ -5,7 +5,7 @@ import { koaBody } from 'koa-body'
 import { AppError } from '../../lib/errors.js'
 
 /**
- * Set on a request by an HTTP fast path (server/http/hot-writes.ts) that read its body and then
+ * Set on a request by an HTTP fast path (server/http/plain-body.ts `handOver`) that read its body and then
  * handed it to Koa: the bytes it read, parsed here by the very parser that would have read them
  * from the socket, so the route answers exactly as if the fast path had not been there.
  */
