@@ -3,15 +3,16 @@ import { once } from 'node:events'
 import { readFile } from 'node:fs/promises'
 import { PgBoss } from 'pg-boss'
 import type { Db } from '../lib/db.js'
-import { benchTenant, compare, row, throughput } from './support.js'
+import { benchTenant, row, throughput } from './support.js'
 import { RUN_WORK_OPTIONS, workInLoops } from '../worker/automation.js'
 import { createQueues } from '../jobs/enqueue.js'
 
 // Automation end to end (issue 13, item 9): runs per second from ingress 202 to the effect
-// committed, with one and with two worker processes, against pg-boss's own send -> work rate in
-// the same run (the automation.run worker's own work options and loops, RUN_WORK_OPTIONS and workInLoops),
-// each side once untimed first (fresh worker processes spend their first runs compiling). Then
-// event-to-run latency at low load against pg-boss's own send -> start latency.
+// committed, with one and with two worker processes in alternating rounds, against pg-boss's own
+// send -> work rate in the same rounds (the automation.run worker's own work options and loops,
+// RUN_WORK_OPTIONS and workInLoops), each side once untimed first (fresh worker processes spend
+// their first runs compiling). Then event-to-run latency at low load against pg-boss's own send ->
+// start latency, and the outbox against a backlog.
 
 export interface AutomationBenchEnv {
   db: Db
@@ -217,6 +218,11 @@ async function seedBacklog (db: Db, n: number): Promise<void> {
     FROM generate_series(1, ?)`, [benchTenant('backlog'), n])
 }
 
+/** Jobs being worked right now (a worker is stopped only when none of them is its). */
+async function activeJobs (db: Db): Promise<number> {
+  return (await db.raw("SELECT count(*)::int AS n FROM pgboss.job WHERE state = 'active'")).rows[0].n
+}
+
 async function pendingCount (db: Db): Promise<number> {
   return (await db.raw('SELECT count(*)::int AS n FROM outbox_events WHERE delivered_at IS NULL')).rows[0].n
 }
@@ -266,53 +272,79 @@ export async function benchAutomation (env: AutomationBenchEnv, print: (line: st
       }
       if (splitMode === 'only') return
     }
-    for (const n of [1, 2]) {
-      const workers = await startWorkers(env.env, n)
-      try {
-        // CPU per run of our measured rounds (not the warm-up): API, workers and every backend of
-        // the bench database, from /proc; steadier than rates on a shared machine.
-        const cpu = { api: 0, workers: 0, database: 0, runs: 0 }
-        let warm = false
-        const measured = async () => {
-          if (!warm) { warm = true; return endToEnd(env, f) }
-          const before = await cpuTimes(env.db, workers.map(w => w.pid!))
-          const apiBefore = env.apiPid === undefined ? null : await cpuTimes(env.db, [env.apiPid])
-          const rate = await endToEnd(env, f)
-          const after = await cpuTimes(env.db, workers.map(w => w.pid!))
-          const apiAfter = env.apiPid === undefined ? null : await cpuTimes(env.db, [env.apiPid])
-          if (before !== null && after !== null && apiBefore !== null && apiAfter !== null) {
-            for (const [pid, t] of after.backends) cpu.database += t - (before.backends.get(pid) ?? 0)
-            cpu.workers += after.workers - before.workers
-            cpu.api += apiAfter.workers - apiBefore.workers
-            cpu.runs += RUNS
-          }
-          return rate
+    // One and two workers in alternating rounds of the same two processes: for the one-worker
+    // rounds the second is stopped (SIGSTOP, once no job of it is active), so the machine's drift
+    // and the tables' growth over the run hit both alike. Each side runs once untimed first.
+    const workers = await startWorkers(env.env, 2)
+    const second = workers[1]
+    let running = 2
+    const use = async (n: number) => {
+      if (n === running) return
+      if (n === 1) {
+        for (let i = 0; i < 100 && await activeJobs(env.db) > 0; i++) await new Promise(r => setTimeout(r, 20))
+        second.kill('SIGSTOP')
+      } else second.kill('SIGCONT')
+      running = n
+    }
+    try {
+      // CPU per run of the measured rounds: API, workers and every backend of the bench database,
+      // from /proc; steadier than rates on a shared machine.
+      const sides = [1, 2].map(n => ({ n, rates: [] as number[], boss: [] as number[], cpu: { api: 0, workers: 0, database: 0, runs: 0 } }))
+      const ours = async (side: typeof sides[number], timed: boolean): Promise<void> => {
+        await use(side.n)
+        const before = await cpuTimes(env.db, workers.map(w => w.pid!))
+        const apiBefore = env.apiPid === undefined ? null : await cpuTimes(env.db, [env.apiPid])
+        const rate = await endToEnd(env, f)
+        const after = await cpuTimes(env.db, workers.map(w => w.pid!))
+        const apiAfter = env.apiPid === undefined ? null : await cpuTimes(env.db, [env.apiPid])
+        if (!timed) return
+        side.rates.push(rate)
+        if (before !== null && after !== null && apiBefore !== null && apiAfter !== null) {
+          for (const [pid, t] of after.backends) side.cpu.database += t - (before.backends.get(pid) ?? 0)
+          side.cpu.workers += after.workers - before.workers
+          side.cpu.api += apiAfter.workers - apiBefore.workers
+          side.cpu.runs += RUNS
         }
-        print(row(`automation runs/s, ingress -> effect, ${n} worker(s)`, await compare(env.rounds, measured, () => bossRate(boss, n), undefined, true), 'runs/s'))
-        if (cpu.runs > 0) {
-          const ms = (v: number) => `${(v / cpu.runs * 1000).toFixed(2)} ms`
-          print(`  CPU per run end to end, ${n} worker(s): API ${ms(cpu.api)}, workers ${ms(cpu.workers)}, database ${ms(cpu.database)}, total ${ms(cpu.api + cpu.workers + cpu.database)}`)
-        }
-        if (n === 1) {
-          const samples = Number(process.env.BENCH_LATENCY_SAMPLES ?? 20)
-          const ours = await eventLatency(env, f, samples)
-          const theirs = await bossLatency(boss, samples)
-          for (const p of [0.5, 0.95, 0.99]) {
-            const a = percentile(ours, p)
-            const b = percentile(theirs, p)
-            print(`event -> run start p${String(p * 100).padEnd(2)} (vs pg-boss send -> start)  ${a.toFixed(0).padStart(8)} ms     vs ${b.toFixed(0).padStart(8)} ms     ratio ${(a / b).toFixed(2)} (lower is better)`)
-          }
-          print(`outbox dispatch, backlog of ${BACKLOG} events, 1 worker: ${(await drainRate(env.db)).toFixed(0)} events/s`)
-          await seedBacklog(env.db, BACKLOG)
-          const loaded = await eventLatency(env, f, samples)
-          print(`event -> run start with a ${BACKLOG}-event backlog just written: p50 ${percentile(loaded, 0.5).toFixed(0)} ms, p95 ${percentile(loaded, 0.95).toFixed(0)} ms, p99 ${percentile(loaded, 0.99).toFixed(0)} ms`)
-          // The next figures must not share the machine with what is left of that backlog.
-          while (await pendingCount(env.db) > 0) await new Promise(r => setTimeout(r, 50))
-        }
-        await settle(env.db)
-      } finally {
-        await stopWorkers(workers)
       }
+      for (const side of sides) { await bossRate(boss, side.n); await ours(side, false) }
+      for (let r = 0; r < env.rounds; r++) {
+        for (const side of r % 2 === 0 ? sides : [...sides].reverse()) {
+          side.boss.push(await bossRate(boss, side.n))
+          await ours(side, true)
+        }
+      }
+      const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)]
+      for (const side of sides) {
+        const rate = median(side.rates)
+        const base = median(side.boss)
+        print(row(`automation runs/s, ingress -> effect, ${side.n} worker(s)`, { candidate: rate, baseline: base, ratio: rate / base }, 'runs/s'))
+        const c = side.cpu
+        if (c.runs > 0) {
+          const ms = (v: number) => `${(v / c.runs * 1000).toFixed(2)} ms`
+          print(`  CPU per run end to end, ${side.n} worker(s): API ${ms(c.api)}, workers ${ms(c.workers)}, database ${ms(c.database)}, total ${ms(c.api + c.workers + c.database)}`)
+        }
+      }
+      const wins = sides[0].rates.filter((one, r) => sides[1].rates[r] > one).length
+      print(`two workers / one worker: ${(median(sides[1].rates) / median(sides[0].rates)).toFixed(2)} (medians); two ahead in ${wins} of ${env.rounds} rounds (${sides[0].rates.map((one, r) => `${one.toFixed(0)}/${sides[1].rates[r].toFixed(0)}`).join(', ')})`)
+
+      await use(1)
+      await settle(env.db)
+      const samples = Number(process.env.BENCH_LATENCY_SAMPLES ?? 20)
+      const latency = await eventLatency(env, f, samples)
+      const theirs = await bossLatency(boss, samples)
+      for (const p of [0.5, 0.95, 0.99]) {
+        const a = percentile(latency, p)
+        const b = percentile(theirs, p)
+        print(`event -> run start p${String(p * 100).padEnd(2)} (vs pg-boss send -> start)  ${a.toFixed(0).padStart(8)} ms     vs ${b.toFixed(0).padStart(8)} ms     ratio ${(a / b).toFixed(2)} (lower is better)`)
+      }
+      print(`outbox dispatch, backlog of ${BACKLOG} events, 1 worker: ${(await drainRate(env.db)).toFixed(0)} events/s`)
+      await seedBacklog(env.db, BACKLOG)
+      const loaded = await eventLatency(env, f, samples)
+      print(`event -> run start with a ${BACKLOG}-event backlog just written: p50 ${percentile(loaded, 0.5).toFixed(0)} ms, p95 ${percentile(loaded, 0.95).toFixed(0)} ms, p99 ${percentile(loaded, 0.99).toFixed(0)} ms`)
+      while (await pendingCount(env.db) > 0) await new Promise(r => setTimeout(r, 50))
+    } finally {
+      second.kill('SIGCONT')
+      await stopWorkers(workers)
     }
   } finally {
     await boss.stop({ graceful: false })

@@ -51,6 +51,16 @@ async function consumeAll (consumers: OutboxConsumer[], rows: sql.OutboxRow[], t
  * (a tenant-sharded cluster cannot lock rows of several shards in one SELECT).
  */
 export async function claimAndDeliver (db: Db, consumers: OutboxConsumer[], limit = 1000, tenantId?: string, opts: DeliveryOptions = {}): Promise<DeliveryResult> {
+  const r = await deliverPending(db, consumers, limit, tenantId, opts)
+  return { ...r, pending: await sql.countPending(db, tenantId) }
+}
+
+/**
+ * claimAndDeliver without the closing count of what is still pending: a dispatch loop asks again
+ * until a pass delivers nothing, and the next pass's look for tenants with pending events is its
+ * check (under steady writes, the count was a second scan of the pending index in every pass).
+ */
+export async function deliverPending (db: Db, consumers: OutboxConsumer[], limit = 1000, tenantId?: string, opts: DeliveryOptions = {}): Promise<Omit<DeliveryResult, 'pending'>> {
   const tenants = tenantId === undefined ? await sql.tenantsWithPending(db, 1000, opts.waiting) : [tenantId]
   let delivered = 0
   let failed = 0
@@ -59,7 +69,7 @@ export async function claimAndDeliver (db: Db, consumers: OutboxConsumer[], limi
     delivered += r.delivered
     failed += r.failed
   }
-  return { delivered, failed, pending: await sql.countPending(db, tenantId) }
+  return { delivered, failed }
 }
 
 async function deliverTenant (db: Db, consumers: OutboxConsumer[], limit: number, tenantId: string, opts: DeliveryOptions): Promise<{ delivered: number, failed: number }> {

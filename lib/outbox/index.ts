@@ -8,7 +8,7 @@ import * as sql from './sql.js'
 // queue lock. The worker polls the pending index instead (worker/main.ts).
 
 export type { DomainEvent, OutboxRow } from './sql.js'
-export { claimAndDeliver, retryDelaySeconds, RETRY_MAX_SECONDS, type OutboxConsumer, type DeliveryResult, type DeliveryOptions } from './deliver.js'
+export { claimAndDeliver, deliverPending, retryDelaySeconds, RETRY_MAX_SECONDS, type OutboxConsumer, type DeliveryResult, type DeliveryOptions } from './deliver.js'
 export { hasPending, countRetrying } from './sql.js'
 
 /**

@@ -113,6 +113,40 @@ describe('outbox delivery', () => {
     assert.deepEqual([1, 2, 3, 4, 9, 10, 50].map(outbox.retryDelaySeconds), [1, 2, 4, 8, 256, outbox.RETRY_MAX_SECONDS, outbox.RETRY_MAX_SECONDS])
   })
 
+  it('a dispatch delivers in passes until one delivers nothing, events committed meanwhile included', async () => {
+    const tenant = newTenant('outbox')
+    await emit(db, tenant, 5)
+    const delivered: number[] = []
+    let emitted = false
+    // During the first pass, three more events commit (another write's transaction).
+    const consumer: outbox.OutboxConsumer = async e => {
+      if (e.tenant_id !== tenant) return
+      delivered.push((e.payload as { i: number }).i)
+      if (!emitted) { emitted = true; await emit(db, tenant, 3) }
+    }
+    outboxConsumers.push(consumer)
+    try {
+      await handleOutboxDispatch(db, silentLog, [{ id: 'j1', name: OUTBOX_DISPATCH.name, data: { tenantId: tenant } } as never])
+    } finally {
+      outboxConsumers.splice(outboxConsumers.indexOf(consumer), 1)
+    }
+    assert.deepEqual(delivered, [0, 1, 2, 3, 4, 0, 1, 2])
+    assert.deepEqual(await outbox.claimAndDeliver(db, [], 10, tenant), { delivered: 0, failed: 0, pending: 0 })
+
+    // A consumer that fails every event: the first pass delivers nothing, and the job ends.
+    const stuck = newTenant('outbox')
+    await emit(db, stuck, 2)
+    const failing: outbox.OutboxConsumer = async e => { if (e.tenant_id === stuck) throw new Error('receiver down') }
+    outboxConsumers.push(failing)
+    try {
+      await handleOutboxDispatch(db, silentLog, [{ id: 'j2', name: OUTBOX_DISPATCH.name, data: { tenantId: stuck } } as never])
+    } finally {
+      outboxConsumers.splice(outboxConsumers.indexOf(failing), 1)
+    }
+    const left = await db('outbox_events').where({ tenant_id: stuck }).whereNull('delivered_at').select('attempts')
+    assert.deepEqual(left.map(r => r.attempts), [1, 1])
+  })
+
   it('is drained by the outbox.dispatch job on a real pg-boss', async () => {
     const tenant = newTenant('outbox')
     await emit(db, tenant, 5)
