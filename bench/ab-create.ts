@@ -5,7 +5,7 @@ import pg from 'pg'
 import jwt from 'jsonwebtoken'
 import { createDb } from '../lib/db.js'
 import * as counters from '../lib/counters/index.js'
-import { freePort, httpText, throughput, waitReady } from './support.js'
+import { freePort, httpText, median, throughput, waitReady } from './support.js'
 import { AREA, seedCity } from './city.js'
 import { FLOOR_STATEMENTS } from './raw-sql.js'
 
@@ -88,7 +88,6 @@ async function rawRound (s: Side, n: number, c: number) {
 }
 
 const chores = async () => { await counters.fold(db); await counters.vacuum(db) }
-const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)]
 try {
   for (const s of sides) await round(s, 4000, 16)
   await rawRound(sides[0], 2000, 16)

@@ -3,7 +3,7 @@ import { once } from 'node:events'
 import { readFile } from 'node:fs/promises'
 import { PgBoss } from 'pg-boss'
 import type { Db } from '../lib/db.js'
-import { benchTenant, row, throughput } from './support.js'
+import { benchTenant, median, row, throughput } from './support.js'
 import { RUN_WORK_OPTIONS, workInLoops } from '../worker/automation.js'
 import { createQueues } from '../jobs/enqueue.js'
 
@@ -292,12 +292,12 @@ export async function benchAutomation (env: AutomationBenchEnv, print: (line: st
       const sides = [1, 2].map(n => ({ n, rates: [] as number[], boss: [] as number[], cpu: { api: 0, workers: 0, database: 0, runs: 0 } }))
       const ours = async (side: typeof sides[number], timed: boolean): Promise<void> => {
         await use(side.n)
+        if (!timed) { await endToEnd(env, f); return }
         const before = await cpuTimes(env.db, workers.map(w => w.pid!))
         const apiBefore = env.apiPid === undefined ? null : await cpuTimes(env.db, [env.apiPid])
         const rate = await endToEnd(env, f)
         const after = await cpuTimes(env.db, workers.map(w => w.pid!))
         const apiAfter = env.apiPid === undefined ? null : await cpuTimes(env.db, [env.apiPid])
-        if (!timed) return
         side.rates.push(rate)
         if (before !== null && after !== null && apiBefore !== null && apiAfter !== null) {
           for (const [pid, t] of after.backends) side.cpu.database += t - (before.backends.get(pid) ?? 0)
@@ -313,7 +313,6 @@ export async function benchAutomation (env: AutomationBenchEnv, print: (line: st
           await ours(side, true)
         }
       }
-      const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)]
       for (const side of sides) {
         const rate = median(side.rates)
         const base = median(side.boss)

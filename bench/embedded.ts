@@ -3,7 +3,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import jwt from 'jsonwebtoken'
-import { benchTenant, compare, freePort, http, row, throughput } from './support.js'
+import { benchTenant, compare, freePort, http, median, row, throughput } from './support.js'
 
 // Embedded mode (PGlite in the API's process) next to PostgreSQL mode (the bench's API on the
 // bench database), in the same run with the same counts: create and get-by-id rates over HTTP at
@@ -31,9 +31,6 @@ async function measured (s: Side, total: number, c: number, op: (s: Side) => (i:
   return rate
 }
 
-function median (xs: number[]): number {
-  return [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)]
-}
 
 
 function rssMb (pid: number): number {

@@ -2,8 +2,7 @@ import pg from 'pg'
 import type { Db } from '../lib/db.js'
 import * as objects from '../lib/objects/index.js'
 import * as objectTypes from '../lib/object-types/index.js'
-import { benchContext, benchTenant, row, throughput } from './support.js'
-import { http } from './support.js'
+import { benchContext, benchTenant, http, median, row, throughput } from './support.js'
 
 export interface GraphqlBenchEnv {
   db: Db
@@ -24,7 +23,6 @@ const RAW_PAGE = `
     'total', (SELECT count(*) FROM objects WHERE tenant_id = $1 AND deleted_at IS NULL)) AS page
   FROM (SELECT * FROM objects WHERE tenant_id = $1 AND deleted_at IS NULL ORDER BY created_at, id LIMIT 100) o`
 
-const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)]
 
 /**
  * `objects(limit: 100)` through GraphQL next to `GET /v1/objects?limit=100`, each against the raw

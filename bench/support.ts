@@ -24,6 +24,11 @@ export async function throughput (total: number, concurrency: number, op: (i: nu
   return total / seconds
 }
 
+/** The middle value (the upper one of an even count), as every figure of the bench reports. */
+export function median (xs: number[]): number {
+  return [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)]
+}
+
 /**
  * Measures a candidate and its baseline in alternating rounds (so drift on a shared machine hits
  * both alike) and reports the median of each. Ratio = candidate / baseline. An optional third
@@ -46,7 +51,6 @@ export async function compare (rounds: number, candidate: () => Promise<number>,
     if (third !== undefined) t.push(await third())
     c.push(await candidate())
   }
-  const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)]
   const mc = median(c)
   const mb = median(b)
   return { candidate: mc, baseline: mb, ratio: mc / mb, ...(third !== undefined ? { third: median(t) } : {}) }

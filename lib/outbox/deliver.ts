@@ -38,6 +38,12 @@ async function consumeAll (consumers: OutboxConsumer[], rows: sql.OutboxRow[], t
   }
 }
 
+/** deliverPending, then the count of what is still pending: the flush's answer (POST /v1/outbox/flush). */
+export async function claimAndDeliver (db: Db, consumers: OutboxConsumer[], limit = 1000, tenantId?: string, opts: DeliveryOptions = {}): Promise<DeliveryResult> {
+  const r = await deliverPending(db, consumers, limit, tenantId, opts)
+  return { ...r, pending: await sql.countPending(db, tenantId) }
+}
+
 /**
  * Claims up to `limit` undelivered events per tenant in order with SKIP LOCKED (so several
  * workers share the queue without double delivery), hands them to every consumer and marks them
@@ -49,16 +55,9 @@ async function consumeAll (consumers: OutboxConsumer[], rows: sql.OutboxRow[], t
  * Delivery is at least once. Without `tenantId`, each tenant with pending events is claimed in a transaction of
  * its own: events are ordered per tenant, and a transaction then stays on one tenant's shard
  * (a tenant-sharded cluster cannot lock rows of several shards in one SELECT).
- */
-export async function claimAndDeliver (db: Db, consumers: OutboxConsumer[], limit = 1000, tenantId?: string, opts: DeliveryOptions = {}): Promise<DeliveryResult> {
-  const r = await deliverPending(db, consumers, limit, tenantId, opts)
-  return { ...r, pending: await sql.countPending(db, tenantId) }
-}
-
-/**
- * claimAndDeliver without the closing count of what is still pending: a dispatch loop asks again
- * until a pass delivers nothing, and the next pass's look for tenants with pending events is its
- * check (under steady writes, the count was a second scan of the pending index in every pass).
+ * A dispatch job calls this in passes until one delivers nothing, which is its check for more;
+ * it counts nothing itself (under steady writes, a count after every pass was a second scan of
+ * the pending index).
  */
 export async function deliverPending (db: Db, consumers: OutboxConsumer[], limit = 1000, tenantId?: string, opts: DeliveryOptions = {}): Promise<Omit<DeliveryResult, 'pending'>> {
   const tenants = tenantId === undefined ? await sql.tenantsWithPending(db, 1000, opts.waiting) : [tenantId]
