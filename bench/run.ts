@@ -34,7 +34,10 @@ async function ensureDatabase (): Promise<void> {
 async function resetData (): Promise<void> {
   const c = new pg.Client({ connectionString: DATABASE_URL })
   await c.connect()
-  await c.query('TRUNCATE objects, object_versions, audit_events, audit_heads, audit_tree_nodes, outbox_events, counter_deltas CASCADE')
+  await c.query('TRUNCATE objects, object_versions, audit_events, audit_heads, audit_tree_nodes, outbox_events, counter_deltas, automation_rules CASCADE')
+  // And pg-boss's jobs (its queues stay): the automation section's fetches scan the job table,
+  // which earlier runs would otherwise have left growing from one run to the next.
+  await c.query("DO $$ BEGIN IF to_regclass('pgboss.job') IS NOT NULL THEN TRUNCATE pgboss.job CASCADE; END IF; END $$")
   await c.end()
 }
 
