@@ -29,13 +29,18 @@ export async function pruneRuns (db: Db, config: Readonly<Config>, now = new Dat
   return pruned
 }
 
-/** POST /v1/outbox/flush: delivers the caller's tenant's pending events now, those waiting out a retry delay too (runs are queued as usual). */
+/**
+ * POST /v1/outbox/flush: delivers the caller's tenant's pending events now, those waiting out a
+ * retry delay too (runs are queued as usual). Events a worker's dispatch holds at that moment are
+ * waited for, not skipped: when the flush answers, they have been delivered (by the worker, so
+ * not counted in `delivered`) and their runs are queued.
+ */
 export async function flushOutbox (ctx: ServiceContext): Promise<outbox.DeliveryResult> {
   await access.authorize(ctx, 'automationRules', 'execute')
   const consumer = eventConsumer(ctx.jobs)
   const total = { delivered: 0, failed: 0, pending: 0 }
   for (;;) {
-    const r = await outbox.claimAndDeliver(ctx.db, [consumer], 500, ctx.tenantId, { waiting: true, log: ctx.log })
+    const r = await outbox.claimAndDeliver(ctx.db, [consumer], 500, ctx.tenantId, { waiting: true, wait: true, log: ctx.log })
     total.delivered += r.delivered
     total.failed += r.failed
     total.pending = r.pending

@@ -19,6 +19,12 @@ export interface DeliveryResult { delivered: number, failed: number, pending: nu
 export interface DeliveryOptions {
   /** Also claim events still waiting out a retry delay (POST /v1/outbox/flush: deliver now). */
   waiting?: boolean
+  /**
+   * Wait for events another claimer (a worker's dispatch) holds instead of skipping them, so that
+   * what was pending when the call began has been delivered, by this call or by that claimer,
+   * when it returns (POST /v1/outbox/flush).
+   */
+  wait?: boolean
   /** Where a failed delivery is reported (warn, with the error and the next attempt). */
   log?: Logger
 }
@@ -76,7 +82,7 @@ async function deliverTenant (db: Db, consumers: OutboxConsumer[], limit: number
   let failed = 0
   const failures: Array<{ row: sql.OutboxRow, err: unknown, retryInSeconds: number }> = []
   await db.transaction(async tx => {
-    const rows = await sql.claimPending(tx, limit, tenantId, opts.waiting)
+    const rows = await sql.claimPending(tx, limit, tenantId, opts.waiting, opts.wait)
     if (rows.length === 0) return
     try {
       await tx.transaction(sp => consumeAll(consumers, rows, sp))

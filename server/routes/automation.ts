@@ -174,7 +174,7 @@ export const registerAutomationRoutes: RouteRegistrar = (router, guards, deps) =
   defineRoute(router, guards, {
     method: 'post', path: '/v1/outbox/flush', operationId: 'flushOutbox', tag: 'automation', auth: 'bearer', feature: 'automation',
     summary: "Deliver the caller's tenant's pending domain events now (automation runs are queued as usual)",
-    description: 'Needs automationRules:execute. Delivers the pending outbox events of the caller\'s tenant in batches until none is left or a batch delivers nothing, and answers the counts {delivered, failed, pending}. Rules triggered by these events get queued runs, executed by the worker as usual.',
+    description: 'Needs automationRules:execute. Delivers the pending outbox events of the caller\'s tenant in batches until none is left or a batch delivers nothing, and answers the counts {delivered, failed, pending}. Events a worker is delivering at that moment are waited for (and not counted in delivered): when the answer comes, every event that was pending has been delivered. Rules triggered by these events get queued runs, executed by the worker as usual.',
     responses: { 200: { description: 'what was delivered', schema: S.FlushBody } }, errors: [403],
     example: { summary: 'Deliver pending events now', status: 200 }
   }, async ctx => {

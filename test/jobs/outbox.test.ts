@@ -37,6 +37,35 @@ describe('outbox delivery', () => {
     assert.equal(more.pending, 0)
   })
 
+  it('a flush-style claim (wait) waits for events another claimer holds; the default claim skips them', async () => {
+    const tenant = newTenant('outbox')
+    await emit(db, tenant, 3)
+    const delivered: string[] = []
+    const consumer: outbox.OutboxConsumer = async e => { delivered.push(e.id) }
+    // A worker's dispatch in the middle of its claim: the first two events locked, not yet delivered.
+    const holder = await db.transaction()
+    const held = await holder('outbox_events').where({ tenant_id: tenant }).orderBy('position').limit(2).forUpdate().select('id')
+    assert.equal(held.length, 2)
+    try {
+      // The default claim skips them and delivers the third at once.
+      assert.deepEqual(await outbox.claimAndDeliver(db, [consumer], 10, tenant), { delivered: 1, failed: 0, pending: 2 })
+      // With wait, the claim blocks on them until their holder has finished.
+      let settled = false
+      const flush = outbox.claimAndDeliver(db, [consumer], 10, tenant, { wait: true }).finally(() => { settled = true })
+      await new Promise(r => setTimeout(r, 300))
+      assert.equal(settled, false, 'the waiting claim must not answer while the events are held')
+      // The holder delivers the first one and lets the second go undelivered.
+      await holder('outbox_events').where({ tenant_id: tenant, id: held[0].id }).update({ delivered_at: db.fn.now() })
+      await holder.commit()
+      // The first is delivered by its holder and not again; the second is delivered by the waiting claim.
+      assert.deepEqual(await flush, { delivered: 1, failed: 0, pending: 0 })
+      assert.deepEqual(delivered.filter(id => id === held[0].id), [], 'an event its holder delivered is not delivered again')
+      assert.equal(delivered.includes(held[1].id), true)
+    } finally {
+      if (!holder.isCompleted()) await holder.rollback()
+    }
+  })
+
   it('keeps an event pending with its error when a consumer fails, and delivers it on retry', async () => {
     const tenant = newTenant('outbox')
     await emit(db, tenant, 1)
