@@ -2,7 +2,7 @@ import { PgBoss } from 'pg-boss'
 import { loadConfigOrExit, requireDatabaseUrl } from '../lib/config.js'
 import { createDb } from '../lib/db.js'
 import { createLogger } from '../lib/log.js'
-import { packageVersion } from '../lib/release/version.js'
+import { packageVersion } from '../lib/release/index.js'
 import { runRelease } from './release.js'
 
 // The release job (Procfile `release`): migrate, distribute the tenant tables when the database is

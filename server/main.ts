@@ -1,7 +1,7 @@
 import '../lib/heap.js'
 import { loadConfigOrExit } from '../lib/config.js'
 import { createLogger } from '../lib/log.js'
-import { packageVersion } from '../lib/release/version.js'
+import { packageVersion } from '../lib/release/index.js'
 import { onShutdown, startRuntimeOrExit, type Runtime } from '../lib/runtime.js'
 import { pgBossSender } from '../jobs/enqueue.js'
 import { embeddedEnv } from './embedded-env.js'

@@ -3,7 +3,7 @@ import addFormatsModule from 'ajv-formats'
 import { RE2JS } from 're2js'
 import { ajvErrors } from '../validation.js'
 import { checkLogic, evaluateLogic, truthy } from '../jsonlogic.js'
-import { findElevation, validateGeometry, type Geometry } from '../geo/geojson.js'
+import { findElevation, validateGeometry, type Geometry } from '../geo/index.js'
 import { validationError } from '../errors.js'
 import { unstorableValue } from '../storable.js'
 

@@ -1,5 +1,5 @@
 import { Timestamp, Uuid, PagingQuery, envelope } from '../schemas.js'
-import { GEOMETRY_TYPES } from '../geo/geojson.js'
+import { GEOMETRY_TYPES } from '../geo/index.js'
 
 export const TYPE_KEY_PATTERN = '^[a-z][a-z0-9_-]{0,62}$'
 

@@ -1,5 +1,5 @@
 import { coalesced, prepared, statementName, type Bindings, type Queryable, type Statement, type Tx } from '../db.js'
-import type { Geometry } from '../geo/geojson.js'
+import type { Geometry } from '../geo/index.js'
 import { boundedCount, type Total } from '../counting.js'
 import type { FoldedStatement } from '../pipeline.js'
 

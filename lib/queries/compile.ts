@@ -1,4 +1,4 @@
-import type { Geometry } from '../geo/geojson.js'
+import type { Geometry } from '../geo/index.js'
 import { Fragment, join, sql, trusted } from './fragment.js'
 import type { AttributeField, Aggregation, ColumnField, CompareOp, FilterNode, Scalar, Sort, ValueField } from './types.js'
 

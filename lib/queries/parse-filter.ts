@@ -2,7 +2,7 @@ import { validationError } from '../errors.js'
 import { isUuid } from '../db.js'
 import { ajv } from '../validation.js'
 import { Timestamp } from '../schemas.js'
-import { validateGeometry, type Geometry } from '../geo/geojson.js'
+import { validateGeometry, type Geometry } from '../geo/index.js'
 import { LIMITS, requireText, resolveField } from './fields.js'
 import type { ColumnField, CompareOp, FilterNode, Scalar, ValueField } from './types.js'
 

@@ -1,7 +1,7 @@
 // The typed query tree. The parser (parse.ts) is the only producer: every value in it has
 // been checked for form and size, so the compiler (compile.ts) never has to re-validate.
 
-import type { Geometry } from '../geo/geojson.js'
+import type { Geometry } from '../geo/index.js'
 
 export type ColumnName = 'id' | 'typeId' | 'publicId' | 'workflowState' | 'createdAt' | 'updatedAt'
 

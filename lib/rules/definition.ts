@@ -1,5 +1,5 @@
 import { checkLogic } from '../jsonlogic.js'
-import { validateGeometry, type Geometry } from '../geo/geojson.js'
+import { validateGeometry, type Geometry } from '../geo/index.js'
 import { validationError } from '../errors.js'
 import { SPATIAL_OPERATORS } from './schema.js'
 

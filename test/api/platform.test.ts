@@ -8,8 +8,7 @@ import { startServer, newTenant, publishedType, testConfig, token, type TestServ
 import { TEST_DATABASE_URL } from '../support/env.js'
 import { createLogger } from '../../lib/log.js'
 import { createDb } from '../../lib/db.js'
-import { recordRelease } from '../../lib/release/index.js'
-import { packageVersion } from '../../lib/release/version.js'
+import { recordRelease, packageVersion } from '../../lib/release/index.js'
 import { migrateLatest } from '../../db/knex.js'
 
 /** A logger whose JSON lines land in `lines`, at the level LOG_LEVEL gives (as main.ts builds it). */

@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { validateGeometry, findElevation } from '../../lib/geo/geojson.js'
+import { validateGeometry, findElevation } from '../../lib/geo/index.js'
 
 // One fixture per edge case (RFC 7946 section 3.1; WGS84 ranges). Each invalid fixture names the
 // path the fault must point at, so a message can tell the client what to fix.
