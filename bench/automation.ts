@@ -6,6 +6,8 @@ import type { Db } from '../lib/db.js'
 import { benchTenant, median, row, throughput } from './support.js'
 import { RUN_WORK_OPTIONS, workInLoops } from '../worker/automation.js'
 import { createQueues } from '../jobs/enqueue.js'
+import { QUEUES } from '../jobs/contracts.js'
+import * as queues from '../lib/queues/index.js'
 
 // Automation end to end (issue 13, item 9): runs per second from ingress 202 to the effect
 // committed, with one and with two worker processes in alternating rounds, against pg-boss's own
@@ -102,12 +104,19 @@ async function endToEnd (env: AutomationBenchEnv, f: Fixture): Promise<number> {
   await throughput(RUNS, CLIENTS, async i => {
     await post(env, '/v1/automation/triggers/bench', f.webhookToken, { id: f.objectIds[i % f.objectIds.length], n: i })
   })
-  // Every ingress call has answered 202, so every run of the round is written: none unfinished is all finished.
-  while (await unfinished(env.db, f, since)) await new Promise(r => setTimeout(r, 20))
-  const rate = RUNS / (Number(process.hrtime.bigint() - t0) / 1e9)
-  const n = await finished(env.db, f, since)
+  await roundFinished(env.db, f, since)
+  return RUNS / (Number(process.hrtime.bigint() - t0) / 1e9)
+}
+
+/**
+ * Waits until the RUNS runs queued since `since` have finished, then checks that they all did.
+ * Called once every ingress call of the round has answered 202, so every run of the round is
+ * written: none unfinished is all finished.
+ */
+async function roundFinished (db: Db, f: Fixture, since: Date): Promise<void> {
+  while (await unfinished(db, f, since)) await new Promise(r => setTimeout(r, 20))
+  const n = await finished(db, f, since)
   if (n !== RUNS) throw new Error(`automation bench: ${n} of ${RUNS} runs succeeded or failed`)
-  return rate
 }
 
 /**
@@ -134,8 +143,7 @@ async function split (env: AutomationBenchEnv, f: Fixture, n: number): Promise<{
   let cpu: { worker: number, database: number } | null = null
   try {
     const before = await cpuTimes(env.db, workers.map(w => w.pid!))
-    const done = async () => (await env.db.raw('SELECT count(*)::int AS n FROM automation_runs WHERE tenant_id = ? AND rule_id = ? AND queued_at >= ? AND finished_at IS NOT NULL', [f.tenant, f.ruleId, mark])).rows[0].n
-    while (await done() < RUNS) await new Promise(r => setTimeout(r, 20))
+    await roundFinished(env.db, f, mark)
     const after = await cpuTimes(env.db, workers.map(w => w.pid!))
     if (before !== null && after !== null) {
       let database = 0
@@ -236,9 +244,9 @@ async function seedBacklog (db: Db, n: number): Promise<void> {
     FROM generate_series(1, ?)`, [benchTenant('backlog'), n])
 }
 
-/** Jobs being worked right now (a worker is stopped only when none of them is its). */
+/** Jobs of the application's queues being worked right now (a worker is stopped only when none of them is its). */
 async function activeJobs (db: Db): Promise<number> {
-  return (await db.raw("SELECT count(*)::int AS n FROM pgboss.job WHERE state = 'active'")).rows[0].n
+  return (await queues.depth(db, QUEUES.map(q => q.name))).filter(r => r.state === 'active').reduce((n, r) => n + r.n, 0)
 }
 
 async function pendingCount (db: Db): Promise<number> {

@@ -40,7 +40,7 @@ export async function flushOutbox (ctx: ServiceContext): Promise<outbox.Delivery
   const consumer = eventConsumer(ctx.jobs)
   const total = { delivered: 0, failed: 0, pending: 0 }
   for (;;) {
-    const r = await outbox.claimAndDeliver(ctx.db, [consumer], 500, ctx.tenantId, { waiting: true, wait: true, log: ctx.log })
+    const r = await outbox.claimAndDeliver(ctx.db, [consumer], 500, ctx.tenantId, { waiting: true, waitForHeld: true, log: ctx.log })
     total.delivered += r.delivered
     total.failed += r.failed
     total.pending = r.pending

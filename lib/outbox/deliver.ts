@@ -24,7 +24,7 @@ export interface DeliveryOptions {
    * what was pending when the call began has been delivered, by this call or by that claimer,
    * when it returns (POST /v1/outbox/flush).
    */
-  wait?: boolean
+  waitForHeld?: boolean
   /** Where a failed delivery is reported (warn, with the error and the next attempt). */
   log?: Logger
 }
@@ -82,7 +82,7 @@ async function deliverTenant (db: Db, consumers: OutboxConsumer[], limit: number
   let failed = 0
   const failures: Array<{ row: sql.OutboxRow, err: unknown, retryInSeconds: number }> = []
   await db.transaction(async tx => {
-    const rows = await sql.claimPending(tx, limit, tenantId, opts.waiting, opts.wait)
+    const rows = await sql.claimPending(tx, limit, tenantId, opts.waiting, opts.waitForHeld)
     if (rows.length === 0) return
     try {
       await tx.transaction(sp => consumeAll(consumers, rows, sp))

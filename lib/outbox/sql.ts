@@ -51,15 +51,15 @@ function insertEvents (rows: string): string {
 
 /**
  * The tenant's first `limit` undelivered events in order, locked (outbox_events_pending). Rows
- * another claimer holds are skipped, or with `wait` waited for: PostgreSQL then reads each again
+ * another claimer holds are skipped, or with `waitForHeld` waited for: PostgreSQL then reads each again
  * once its holder has finished and leaves it out if that holder delivered it. Events waiting out a
  * retry delay are left out unless `waiting`.
  */
-export async function claimPending (tx: Tx, limit: number, tenantId: string, waiting = false, wait = false): Promise<OutboxRow[]> {
+export async function claimPending (tx: Tx, limit: number, tenantId: string, waiting = false, waitForHeld = false): Promise<OutboxRow[]> {
   const q = tx('outbox_events').where({ tenant_id: tenantId }).whereNull('delivered_at')
   if (!waiting) q.whereRaw(DUE)
   const locked = q.orderBy('position').limit(limit).forUpdate()
-  return (wait ? locked : locked.skipLocked()).select('*')
+  return (waitForHeld ? locked : locked.skipLocked()).select('*')
 }
 
 /** Tenants with undelivered events that are due (all undelivered with `waiting`) (outbox_events_pending). */

@@ -37,7 +37,7 @@ describe('outbox delivery', () => {
     assert.equal(more.pending, 0)
   })
 
-  it('a flush-style claim (wait) waits for events another claimer holds; the default claim skips them', async () => {
+  it('a flush-style claim (waitForHeld) waits for events another claimer holds; the default claim skips them', async () => {
     const tenant = newTenant('outbox')
     await emit(db, tenant, 3)
     const delivered: string[] = []
@@ -49,9 +49,9 @@ describe('outbox delivery', () => {
     try {
       // The default claim skips them and delivers the third at once.
       assert.deepEqual(await outbox.claimAndDeliver(db, [consumer], 10, tenant), { delivered: 1, failed: 0, pending: 2 })
-      // With wait, the claim blocks on them until their holder has finished.
+      // With waitForHeld, the claim blocks on them until their holder has finished.
       let settled = false
-      const flush = outbox.claimAndDeliver(db, [consumer], 10, tenant, { wait: true }).finally(() => { settled = true })
+      const flush = outbox.claimAndDeliver(db, [consumer], 10, tenant, { waitForHeld: true }).finally(() => { settled = true })
       await new Promise(r => setTimeout(r, 300))
       assert.equal(settled, false, 'the waiting claim must not answer while the events are held')
       // The holder delivers the first one and lets the second go undelivered.
