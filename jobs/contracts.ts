@@ -85,6 +85,13 @@ export const AUTOMATION_PRUNE = {
   options: { retryLimit: 2, retryDelay: 60, retryBackoff: false, expireInSeconds: 900 }
 } as const satisfies QueueContract
 
+/** Retention: deletes outbox events delivered more than OUTBOX_RETENTION_HOURS ago (scheduled hourly by the worker). */
+export const OUTBOX_PRUNE = {
+  name: 'outbox.prune',
+  payload: { type: 'object', additionalProperties: false, properties: {} },
+  options: { retryLimit: 2, retryDelay: 60, retryBackoff: false, expireInSeconds: 900 }
+} as const satisfies QueueContract
+
 /** Renders a layer's low zooms into the shared tile cache after it changed (coalesced per layer). */
 export const TILES_PRERENDER = {
   name: 'tiles.prerender',
@@ -101,4 +108,4 @@ export const TILES_PRERENDER = {
 
 export interface TilesPrerenderPayload { tenantId: string, layerId: string }
 
-export const QUEUES: QueueContract[] = [OUTBOX_DISPATCH, AUTOMATION_RUN, WEBHOOK_DELIVER, AUTOMATION_TICK, AUTOMATION_SCHEDULE_SYNC, AUTOMATION_PRUNE, TILES_PRERENDER]
+export const QUEUES: QueueContract[] = [OUTBOX_DISPATCH, OUTBOX_PRUNE, AUTOMATION_RUN, WEBHOOK_DELIVER, AUTOMATION_TICK, AUTOMATION_SCHEDULE_SYNC, AUTOMATION_PRUNE, TILES_PRERENDER]

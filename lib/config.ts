@@ -39,6 +39,8 @@ export interface Config {
     /** Failed runs are kept longer. */
     failedRunRetentionDays: number
   }
+  /** Delivered outbox events are deleted after this many hours (undelivered ones never). */
+  outboxRetentionHours: number
   /** How often a worker's pg-boss looks for jobs of dead workers (expired) to hand out again. */
   workerSuperviseSeconds: number
   /** Port of the worker's own /metrics (null: not served). */
@@ -176,6 +178,7 @@ export function loadConfig (env: Env, release = '0.0.0'): Readonly<Config> {
       runRetentionDays: int(env, 'AUTOMATION_RUN_RETENTION_DAYS', 7, 1),
       failedRunRetentionDays: int(env, 'AUTOMATION_FAILED_RUN_RETENTION_DAYS', 30, 1)
     }),
+    outboxRetentionHours: int(env, 'OUTBOX_RETENTION_HOURS', 24, 1),
     workerSuperviseSeconds: int(env, 'WORKER_SUPERVISE_SECONDS', 60, 1, 3600),
     workerMetricsPort: str(env, 'WORKER_METRICS_PORT') === null ? null : int(env, 'WORKER_METRICS_PORT', 0, 0, 65535),
     auditSequencing: oneOf(env, 'AUDIT_SEQUENCING', ['async', 'sync'] as const, 'async'),

@@ -2,9 +2,10 @@ import type { Config } from '../lib/config.js'
 import type { Logger } from '../lib/log.js'
 import type { Runtime } from '../lib/runtime.js'
 import { createQueues, pgBossSender } from '../jobs/enqueue.js'
-import { OUTBOX_DISPATCH, QUEUES, TILES_PRERENDER, type OutboxDispatchPayload, type TilesPrerenderPayload } from '../jobs/contracts.js'
+import { OUTBOX_DISPATCH, OUTBOX_PRUNE, QUEUES, TILES_PRERENDER, type OutboxDispatchPayload, type TilesPrerenderPayload } from '../jobs/contracts.js'
 import { handleOutboxDispatch, outboxConsumers } from '../jobs/handlers/outbox-dispatch.js'
 import { handleTilesPrerender } from '../jobs/handlers/tiles-prerender.js'
+import { handleOutboxPrune } from '../jobs/handlers/outbox-prune.js'
 import * as outbox from '../lib/outbox/index.js'
 import * as counters from '../lib/counters/index.js'
 import * as layers from '../lib/layers/index.js'
@@ -35,6 +36,9 @@ export async function startWorker (rt: Runtime, config: Readonly<Config>, log: L
   let queuedAt = -Infinity
   const dispatchWorker = await rt.boss.work<OutboxDispatchPayload>(OUTBOX_DISPATCH.name, { pollingIntervalSeconds: 1, batchSize: 1 },
     jobs => { queuedAt = -Infinity; return handleOutboxDispatch(rt.db, log, jobs).then(() => wakeRuns()) })
+  // Retention of delivered events, hourly; one job per tick across the fleet (the schedule's key).
+  await rt.boss.work(OUTBOX_PRUNE.name, { pollingIntervalSeconds: 5, batchSize: 1 }, () => handleOutboxPrune(rt.db, log, config.outboxRetentionHours))
+  await rt.boss.schedule(OUTBOX_PRUNE.name, '47 * * * *', {}, { key: 'retention', singletonKey: 'retention' })
   const jobs = pgBossSender(rt.boss)
   wakeRuns = await startAutomation(rt, config, log, jobs)
   // Layers: object events queue a low-zoom prerender per affected layer, into Redis when set.

@@ -10,6 +10,7 @@ import * as sql from './sql.js'
 export type { DomainEvent, OutboxRow } from './sql.js'
 export { claimAndDeliver, deliverPending, retryDelaySeconds, RETRY_MAX_SECONDS, type OutboxConsumer, type DeliveryResult, type DeliveryOptions } from './deliver.js'
 export { hasPending, countRetrying } from './sql.js'
+export { pruneDelivered } from './retention.js'
 
 /**
  * The statement that queues domain events; the write pipeline runs it in the write's transaction.

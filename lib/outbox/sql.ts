@@ -100,3 +100,32 @@ export async function hasPending (db: Queryable): Promise<boolean> {
   const r = await db.raw(`SELECT EXISTS (SELECT 1 FROM outbox_events WHERE delivered_at IS NULL AND ${DUE}) AS pending`)
   return r.rows[0].pending === true
 }
+
+export interface PruneBatch { pruned: number, read: number, last: string | null, reached: boolean }
+
+/**
+ * Retention, one batch of one tenant: reads the tenant's next `limit` events after `after` in
+ * position order (index outbox_events_tenant) and deletes those delivered before `before`.
+ * `reached` says the batch held an event created at or after `before`: every later position was
+ * written later, so none of them can have been delivered before it and the tenant is done.
+ * Undelivered events are never deleted, however old.
+ */
+export async function pruneDelivered (db: Queryable, tenantId: string, after: string, before: Date, limit: number): Promise<PruneBatch> {
+  const r = await db.raw(`
+    WITH batch AS MATERIALIZED (
+      SELECT id, position, created_at, delivered_at FROM outbox_events
+      WHERE tenant_id = ? AND position > ?::bigint ORDER BY position LIMIT ?
+    ), gone AS (
+      DELETE FROM outbox_events e WHERE e.tenant_id = ? AND e.id IN (SELECT id FROM batch WHERE delivered_at < ?) RETURNING e.id
+    )
+    SELECT (SELECT count(*) FROM gone)::int AS pruned, (SELECT count(*) FROM batch)::int AS read,
+      (SELECT max(position) FROM batch)::text AS last, coalesce((SELECT bool_or(created_at >= ?) FROM batch), false) AS reached`,
+  [tenantId, after, limit, tenantId, before, before])
+  return r.rows[0]
+}
+
+/** Every tenant (the reference table tenants: a write creates its tenant's row first). */
+export async function tenantIds (db: Queryable): Promise<string[]> {
+  const r = await db.raw('SELECT id FROM tenants ORDER BY id')
+  return r.rows.map((x: { id: string }) => x.id)
+}

@@ -4,8 +4,10 @@ import { PgBoss } from 'pg-boss'
 import { createDb, runStatements, type Db } from '../../lib/db.js'
 import * as outbox from '../../lib/outbox/index.js'
 import { createQueues } from '../../jobs/enqueue.js'
-import { OUTBOX_DISPATCH, type OutboxDispatchPayload } from '../../jobs/contracts.js'
+import { OUTBOX_DISPATCH, OUTBOX_PRUNE, type OutboxDispatchPayload } from '../../jobs/contracts.js'
 import { handleOutboxDispatch, outboxConsumers } from '../../jobs/handlers/outbox-dispatch.js'
+import { handleOutboxPrune } from '../../jobs/handlers/outbox-prune.js'
+import * as tenants from '../../lib/tenants/index.js'
 import { TEST_DATABASE_URL } from '../support/env.js'
 import { newTenant, silentLog } from '../support/harness.js'
 import { Writable } from 'node:stream'
@@ -197,6 +199,67 @@ describe('outbox delivery', () => {
       assert.equal(new Set(delivered).size, 5)
     } finally {
       outboxConsumers.splice(outboxConsumers.indexOf(consumer), 1)
+      await boss.stop({ graceful: false })
+    }
+  })
+})
+
+describe('outbox retention', () => {
+  let db: Db
+  before(() => { db = createDb(TEST_DATABASE_URL, { poolMax: 4 }) })
+  after(() => db.destroy())
+
+  /** `n` events of `tenant` created and delivered the given hours ago (null: undelivered). */
+  async function aged (tenant: string, n: number, createdHoursAgo: number, deliveredHoursAgo: number | null): Promise<string[]> {
+    const r = await db.raw(`INSERT INTO outbox_events (tenant_id, type, aggregate_type, aggregate_id, payload, created_at, delivered_at, attempts)
+      SELECT ?, 'object.updated', 'object', 'a-' || g, '{}'::jsonb, now() - make_interval(hours => ?), now() - make_interval(hours => ?::int), 1
+      FROM generate_series(1, ?) g ORDER BY g RETURNING id`, [tenant, createdHoursAgo, deliveredHoursAgo, n])
+    return r.rows.map((x: { id: string }) => x.id)
+  }
+  const left = async (tenant: string) => (await db('outbox_events').where({ tenant_id: tenant }).orderBy('position').select('id')).map(r => r.id)
+
+  it('deletes events delivered before the retention age, keeps later and undelivered ones, in batches, every tenant', async () => {
+    const a = newTenant('retention')
+    const b = newTenant('retention')
+    await tenants.ensureTenant(db, a)
+    await tenants.ensureTenant(db, b)
+    // a: an old undelivered event first (stuck behind a failing consumer), then events delivered
+    // 30 h ago, one created 30 h ago but delivered 2 h ago (a late retry), and recent ones.
+    const stuck = await aged(a, 1, 40, null)
+    await aged(a, 3, 31, 30)
+    const lateRetry = await aged(a, 1, 30, 2)
+    const recent = await aged(a, 2, 2, 1)
+    // b: more than one batch (5,000) of events delivered 30 h ago, then one delivered just now.
+    await aged(b, 12_000, 31, 30)
+    const fresh = await aged(b, 1, 0, 0)
+
+    const pruned = await outbox.pruneDelivered(db, 24)
+    assert.equal(pruned >= 12_003, true, `pruned ${pruned}`)
+    assert.deepEqual(await left(a), [...stuck, ...lateRetry, ...recent])
+    assert.deepEqual(await left(b), fresh)
+    // A second pass finds nothing more of these tenants.
+    await outbox.pruneDelivered(db, 24)
+    assert.deepEqual(await left(a), [...stuck, ...lateRetry, ...recent])
+    // A shorter retention takes the late retry and the recent ones too, never the undelivered one.
+    await outbox.pruneDelivered(db, 1, new Date(Date.now() + 3_600_000))
+    assert.deepEqual(await left(a), stuck)
+  })
+
+  it('runs as the outbox.prune job on a real pg-boss', async () => {
+    const tenant = newTenant('retention')
+    await tenants.ensureTenant(db, tenant)
+    await aged(tenant, 3, 50, 49)
+    const kept = await aged(tenant, 1, 1, 1)
+    const boss = new PgBoss({ connectionString: TEST_DATABASE_URL, schema: 'pgboss_test_outbox', supervise: false, schedule: false })
+    boss.on('error', () => {})
+    await boss.start()
+    try {
+      await createQueues(boss)
+      await boss.work(OUTBOX_PRUNE.name, { pollingIntervalSeconds: 0.5 }, () => handleOutboxPrune(db, silentLog, 48))
+      await boss.send(OUTBOX_PRUNE.name, {})
+      for (let i = 0; i < 100 && (await left(tenant)).length > 1; i++) await new Promise(r => setTimeout(r, 100))
+      assert.deepEqual(await left(tenant), kept)
+    } finally {
       await boss.stop({ graceful: false })
     }
   })
