@@ -3,7 +3,7 @@ import { once } from 'node:events'
 import { readFile } from 'node:fs/promises'
 import { PgBoss } from 'pg-boss'
 import type { Db } from '../lib/db.js'
-import { benchTenant, median, row, throughput } from './support.js'
+import { benchTenant, http, median, row, throughput } from './support.js'
 import { RUN_WORK_OPTIONS, workInLoops } from '../worker/automation.js'
 import { createQueues } from '../jobs/enqueue.js'
 import { QUEUES } from '../jobs/contracts.js'
@@ -97,13 +97,22 @@ async function unfinished (db: Db, f: Fixture, since: Date): Promise<boolean> {
   return r.rows.length > 0
 }
 
+/**
+ * RUNS ingress calls from CLIENTS clients, through the keep-alive node:http client of the other
+ * sections (fetch cost this load generator about twice the CPU per call, on the two cores the
+ * API, the workers and PostgreSQL share).
+ */
+async function ingressCalls (env: AutomationBenchEnv, f: Fixture): Promise<void> {
+  await throughput(RUNS, CLIENTS, async i => {
+    await http(env, f.webhookToken, 'POST', '/v1/automation/triggers/bench', { id: f.objectIds[i % f.objectIds.length], n: i })
+  })
+}
+
 /** RUNS ingress calls from CLIENTS clients; runs/s until the last run's effect is committed. */
 async function endToEnd (env: AutomationBenchEnv, f: Fixture): Promise<number> {
   const since = new Date(Date.now() - 1)
   const t0 = process.hrtime.bigint()
-  await throughput(RUNS, CLIENTS, async i => {
-    await post(env, '/v1/automation/triggers/bench', f.webhookToken, { id: f.objectIds[i % f.objectIds.length], n: i })
-  })
+  await ingressCalls(env, f)
   await roundFinished(env.db, f, since)
   return RUNS / (Number(process.hrtime.bigint() - t0) / 1e9)
 }
@@ -128,9 +137,7 @@ async function split (env: AutomationBenchEnv, f: Fixture, n: number): Promise<{
   const mark = new Date()
   const t0 = process.hrtime.bigint()
   const apiBefore = env.apiPid === undefined ? null : await cpuTimes(env.db, [env.apiPid])
-  await throughput(RUNS, CLIENTS, async i => {
-    await post(env, '/v1/automation/triggers/bench', f.webhookToken, { id: f.objectIds[i % f.objectIds.length], n: i })
-  })
+  await ingressCalls(env, f)
   const ingress = RUNS / (Number(process.hrtime.bigint() - t0) / 1e9)
   const apiAfter = env.apiPid === undefined ? null : await cpuTimes(env.db, [env.apiPid])
   let ingressCpu: { api: number, database: number } | null = null
