@@ -283,6 +283,44 @@ async function bossLatency (boss: PgBoss, samples: number): Promise<number[]> {
   return waits
 }
 
+/**
+ * BENCH_STATEMENTS=1: where each side's database time goes, from pg_stat_statements (which needs
+ * `shared_preload_libraries = 'pg_stat_statements'` and a restart; without it this says so and
+ * the bench goes on). The statements of the bench database, their calls and execution time.
+ */
+type Statements = Map<string, { query: string, calls: number, ms: number }>
+
+async function statementsSnapshot (db: Db): Promise<Statements | null> {
+  try {
+    await db.raw('CREATE EXTENSION IF NOT EXISTS pg_stat_statements')
+    const r = await db.raw(`SELECT queryid::text AS id, regexp_replace(left(query, 110), '\\s+', ' ', 'g') AS query, calls::float8 AS calls, total_exec_time AS ms
+      FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) AND query NOT LIKE '%pg_stat_statements%'`)
+    return new Map(r.rows.map((x: { id: string, query: string, calls: number, ms: number }) => [x.id, x]))
+  } catch {
+    return null
+  }
+}
+
+function addDelta (into: Statements, before: Statements, after: Statements): void {
+  for (const [id, a] of after) {
+    const b = before.get(id)
+    const calls = a.calls - (b?.calls ?? 0)
+    if (calls <= 0) continue
+    const t = into.get(id) ?? { query: a.query, calls: 0, ms: 0 }
+    t.calls += calls
+    t.ms += a.ms - (b?.ms ?? 0)
+    into.set(id, t)
+  }
+}
+
+/** The statements that took the most execution time, per run. */
+function statementLines (s: Statements, runs: number, top = 14): string[] {
+  const total = [...s.values()].reduce((n, x) => n + x.ms, 0)
+  return [`  statements, execution time per run: ${(total / runs * 1000).toFixed(0)} us in all`,
+    ...[...s.values()].sort((a, b) => b.ms - a.ms).slice(0, top).map(x =>
+      `    ${(x.ms / runs * 1000).toFixed(0).padStart(5)} us  ${(x.calls / runs).toFixed(2).padStart(6)} calls  ${x.query}`)]
+}
+
 export async function benchAutomation (env: AutomationBenchEnv, print: (line: string) => void): Promise<void> {
   const boss = new PgBoss({ connectionString: env.databaseUrl, schema: 'pgboss', supervise: false, schedule: false, migrate: false, max: 10 })
   boss.on('error', () => {})
@@ -322,13 +360,18 @@ export async function benchAutomation (env: AutomationBenchEnv, print: (line: st
     try {
       // CPU per run of the measured rounds: API, workers and every backend of the bench database,
       // from /proc; steadier than rates on a shared machine.
-      const sides = [1, 2].map(n => ({ n, rates: [] as number[], boss: [] as number[], cpu: { api: 0, workers: 0, database: 0, runs: 0 } }))
+      const sides = [1, 2].map(n => ({ n, rates: [] as number[], boss: [] as number[], cpu: { api: 0, workers: 0, database: 0, runs: 0 }, statements: new Map() as Statements }))
+      const withStatements = process.env.BENCH_STATEMENTS === '1'
+      if (withStatements && await statementsSnapshot(env.db) === null) print('  (BENCH_STATEMENTS: pg_stat_statements is not loaded on this server; no statement figures)')
       const ours = async (side: typeof sides[number], timed: boolean): Promise<void> => {
         await use(side.n)
         if (!timed) { await endToEnd(env, f); return }
         const before = await cpuTimes(env.db, workers.map(w => w.pid!))
         const apiBefore = env.apiPid === undefined ? null : await cpuTimes(env.db, [env.apiPid])
+        const stmtsBefore = withStatements ? await statementsSnapshot(env.db) : null
         const rate = await endToEnd(env, f)
+        const stmtsAfter = stmtsBefore === null ? null : await statementsSnapshot(env.db)
+        if (stmtsBefore !== null && stmtsAfter !== null) addDelta(side.statements, stmtsBefore, stmtsAfter)
         const after = await cpuTimes(env.db, workers.map(w => w.pid!))
         const apiAfter = env.apiPid === undefined ? null : await cpuTimes(env.db, [env.apiPid])
         side.rates.push(rate)
@@ -355,6 +398,7 @@ export async function benchAutomation (env: AutomationBenchEnv, print: (line: st
           const ms = (v: number) => `${(v / c.runs * 1000).toFixed(2)} ms`
           print(`  CPU per run end to end, ${side.n} worker(s): API ${ms(c.api)}, workers ${ms(c.workers)}, database ${ms(c.database)}, total ${ms(c.api + c.workers + c.database)}`)
         }
+        if (side.statements.size > 0) for (const line of statementLines(side.statements, RUNS * env.rounds)) print(line)
       }
       const wins = sides[0].rates.filter((one, r) => sides[1].rates[r] > one).length
       print(`two workers / one worker: ${(median(sides[1].rates) / median(sides[0].rates)).toFixed(2)} (medians); two ahead in ${wins} of ${env.rounds} rounds (${sides[0].rates.map((one, r) => `${one.toFixed(0)}/${sides[1].rates[r].toFixed(0)}`).join(', ')})`)

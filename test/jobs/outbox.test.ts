@@ -256,8 +256,12 @@ describe('outbox retention', () => {
     try {
       await createQueues(boss)
       await boss.work(OUTBOX_PRUNE.name, { pollingIntervalSeconds: 0.5 }, () => handleOutboxPrune(db, silentLog, 48))
-      await boss.send(OUTBOX_PRUNE.name, {})
-      for (let i = 0; i < 100 && (await left(tenant)).length > 1; i++) await new Promise(r => setTimeout(r, 100))
+      const id = await boss.send(OUTBOX_PRUNE.name, {})
+      assert.ok(id !== null)
+      // The job goes through every tenant of the test database: wait until it has completed.
+      const state = async () => (await boss.getJobById(OUTBOX_PRUNE.name, id))?.state
+      for (let i = 0; i < 300 && await state() !== 'completed'; i++) await new Promise(r => setTimeout(r, 100))
+      assert.equal(await state(), 'completed')
       assert.deepEqual(await left(tenant), kept)
     } finally {
       await boss.stop({ graceful: false })
