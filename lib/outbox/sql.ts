@@ -106,9 +106,9 @@ export interface PruneBatch { pruned: number, read: number, last: string | null,
 /**
  * Retention, one batch of one tenant: reads the tenant's next `limit` events after `after` in
  * position order (index outbox_events_tenant) and deletes those delivered before `before`.
- * `reached` says the batch held an event created at or after `before`: every later position was
- * written later, so none of them can have been delivered before it and the tenant is done.
- * Undelivered events are never deleted, however old.
+ * `reached` says the batch held an event created at or after `before`: later positions were
+ * written about then or later, so the tenant is done for this run (an older one behind it, from a
+ * long transaction, goes in a later run). Undelivered events are never deleted, however old.
  */
 export async function pruneDelivered (db: Queryable, tenantId: string, after: string, before: Date, limit: number): Promise<PruneBatch> {
   const r = await db.raw(`
