@@ -290,9 +290,18 @@ async function bossLatency (boss: PgBoss, samples: number): Promise<number[]> {
  */
 type Statements = Map<string, { query: string, calls: number, ms: number }>
 
-async function statementsSnapshot (db: Db): Promise<Statements | null> {
+/** Whether pg_stat_statements can be read here (the extension created in the bench database once). */
+async function statementsAvailable (db: Db): Promise<boolean> {
   try {
     await db.raw('CREATE EXTENSION IF NOT EXISTS pg_stat_statements')
+    return await statementsSnapshot(db) !== null
+  } catch {
+    return false
+  }
+}
+
+async function statementsSnapshot (db: Db): Promise<Statements | null> {
+  try {
     const r = await db.raw(`SELECT queryid::text AS id, regexp_replace(left(query, 110), '\\s+', ' ', 'g') AS query, calls::float8 AS calls, total_exec_time AS ms
       FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) AND query NOT LIKE '%pg_stat_statements%'`)
     return new Map(r.rows.map((x: { id: string, query: string, calls: number, ms: number }) => [x.id, x]))
@@ -361,8 +370,8 @@ export async function benchAutomation (env: AutomationBenchEnv, print: (line: st
       // CPU per run of the measured rounds: API, workers and every backend of the bench database,
       // from /proc; steadier than rates on a shared machine.
       const sides = [1, 2].map(n => ({ n, rates: [] as number[], boss: [] as number[], cpu: { api: 0, workers: 0, database: 0, runs: 0 }, statements: new Map() as Statements }))
-      const withStatements = process.env.BENCH_STATEMENTS === '1'
-      if (withStatements && await statementsSnapshot(env.db) === null) print('  (BENCH_STATEMENTS: pg_stat_statements is not loaded on this server; no statement figures)')
+      const withStatements = process.env.BENCH_STATEMENTS === '1' && await statementsAvailable(env.db)
+      if (process.env.BENCH_STATEMENTS === '1' && !withStatements) print('  (BENCH_STATEMENTS: pg_stat_statements is not loaded on this server; no statement figures)')
       const ours = async (side: typeof sides[number], timed: boolean): Promise<void> => {
         await use(side.n)
         if (!timed) { await endToEnd(env, f); return }

@@ -78,19 +78,17 @@ export const AUTOMATION_SCHEDULE_SYNC = {
 } as const satisfies QueueContract
 export type AutomationScheduleSyncPayload = AutomationTickPayload
 
-/** Retention: prunes finished runs by age (scheduled hourly by the worker). */
-export const AUTOMATION_PRUNE = {
-  name: 'automation.prune',
+// A retention job: no payload, scheduled hourly by the worker, one job per tick for the fleet.
+const retention = {
   payload: { type: 'object', additionalProperties: false, properties: {} },
   options: { retryLimit: 2, retryDelay: 60, retryBackoff: false, expireInSeconds: 900 }
-} as const satisfies QueueContract
+} as const
 
-/** Retention: deletes outbox events delivered more than OUTBOX_RETENTION_HOURS ago (scheduled hourly by the worker). */
-export const OUTBOX_PRUNE = {
-  name: 'outbox.prune',
-  payload: { type: 'object', additionalProperties: false, properties: {} },
-  options: { retryLimit: 2, retryDelay: 60, retryBackoff: false, expireInSeconds: 900 }
-} as const satisfies QueueContract
+/** Retention: prunes finished runs by age. */
+export const AUTOMATION_PRUNE = { name: 'automation.prune', ...retention } as const satisfies QueueContract
+
+/** Retention: deletes outbox events delivered more than OUTBOX_RETENTION_HOURS ago. */
+export const OUTBOX_PRUNE = { name: 'outbox.prune', ...retention } as const satisfies QueueContract
 
 /** Renders a layer's low zooms into the shared tile cache after it changed (coalesced per layer). */
 export const TILES_PRERENDER = {

@@ -1,5 +1,6 @@
 import type { Queryable } from '../db.js'
 import * as sql from './sql.js'
+import * as tenants from '../tenants/index.js'
 
 const HOUR_MS = 3_600_000
 const BATCH = 5000
@@ -14,7 +15,7 @@ const BATCH = 5000
 export async function pruneDelivered (db: Queryable, retentionHours: number, now = new Date()): Promise<number> {
   const before = new Date(now.getTime() - retentionHours * HOUR_MS)
   let pruned = 0
-  for (const tenantId of await sql.tenantIds(db)) {
+  for (const tenantId of await tenants.allTenants(db)) {
     for (let after = '0'; ;) {
       const b = await sql.pruneDelivered(db, tenantId, after, before, BATCH)
       pruned += b.pruned

@@ -123,9 +123,3 @@ export async function pruneDelivered (db: Queryable, tenantId: string, after: st
   [tenantId, after, limit, tenantId, before, before])
   return r.rows[0]
 }
-
-/** Every tenant (the reference table tenants: a write creates its tenant's row first). */
-export async function tenantIds (db: Queryable): Promise<string[]> {
-  const r = await db.raw('SELECT id FROM tenants ORDER BY id')
-  return r.rows.map((x: { id: string }) => x.id)
-}

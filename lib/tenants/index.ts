@@ -19,3 +19,8 @@ export function rememberTenant (tenantId: string): void {
 export function isKnownTenant (tenantId: string): boolean {
   return known.has(tenantId)
 }
+
+/** Every tenant id, in order: for work that goes tenant by tenant (retention jobs). */
+export function allTenants (db: Queryable): Promise<string[]> {
+  return sql.tenantIds(db)
+}
