@@ -1,18 +1,21 @@
 import { spawn, type ChildProcess } from 'node:child_process'
+import { createServer, request as httpRequest } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { once } from 'node:events'
 import { readFile } from 'node:fs/promises'
 import { PgBoss } from 'pg-boss'
 import type { Db } from '../lib/db.js'
 import { benchTenant, http, median, row, throughput } from './support.js'
-import { RUN_WORK_OPTIONS, workInLoops } from '../worker/automation.js'
+import { DELIVERY_LOOPS, RUN_LOOPS } from '../worker/automation.js'
+import { workInLoops } from '../worker/loops.js'
 import { createQueues } from '../jobs/enqueue.js'
 import { QUEUES } from '../jobs/contracts.js'
 import * as queues from '../lib/queues/index.js'
 
 // Automation end to end (issue 13, item 9): runs per second from ingress 202 to the effect
 // committed, with one and with two worker processes in alternating rounds, against pg-boss's own
-// send -> work rate in the same rounds (the automation.run worker's own work options and loops,
-// RUN_WORK_OPTIONS and workInLoops), each side once untimed first (fresh worker processes spend
+// send -> work rate in the same rounds (the automation.run worker's own loops, RUN_LOOPS and
+// workInLoops), each side once untimed first (fresh worker processes spend
 // their first runs compiling). Then event-to-run latency at low load against pg-boss's own send ->
 // start latency, and the outbox against a backlog.
 
@@ -36,7 +39,8 @@ const BASELINE_QUEUE = 'bench.noop'
 
 async function startWorkers (env: AutomationBenchEnv['env'], n: number): Promise<ChildProcess[]> {
   return Promise.all(Array.from({ length: n }, async () => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'worker/main.ts'], { env: { ...env, LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'inherit'] })
+    // Private networks allowed: the webhook section's receiver listens on 127.0.0.1.
+    const child = spawn(process.execPath, ['--import', 'tsx', 'worker/main.ts'], { env: { ...env, LOG_LEVEL: 'info', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' }, stdio: ['ignore', 'pipe', 'inherit'] })
     let out = ''
     child.stdout!.on('data', d => { out += String(d) })
     for (let i = 0; i < 300 && !/worker started/.test(out); i++) await new Promise(r => setTimeout(r, 100))
@@ -189,13 +193,73 @@ async function cpuTimes (db: Db, processes: number[]): Promise<{ workers: number
 /** pg-boss alone: RUNS sends from CLIENTS senders, worked by `workers` in-process workers. */
 async function bossRate (boss: PgBoss, workers: number): Promise<number> {
   let done = 0
-  // The run worker's own loops (workInLoops: RUN_WORK_OPTIONS, fetching again after every batch).
-  const ids = (await Promise.all(Array.from({ length: workers }, () => workInLoops(boss, BASELINE_QUEUE, RUN_WORK_OPTIONS.localConcurrency, async jobs => { done += jobs.length })))).flat()
+  // The run worker's own loops (workInLoops with RUN_LOOPS, fetching again after every batch).
+  const loops = await Promise.all(Array.from({ length: workers }, () => workInLoops(boss, BASELINE_QUEUE, RUN_LOOPS, async jobs => { done += jobs.length })))
   const t0 = process.hrtime.bigint()
   await throughput(RUNS, CLIENTS, async i => { await boss.send(BASELINE_QUEUE, { i }) })
   while (done < RUNS) await new Promise(r => setTimeout(r, 20))
   const rate = RUNS / (Number(process.hrtime.bigint() - t0) / 1e9)
-  for (const id of ids) await boss.offWork(BASELINE_QUEUE, { id })
+  for (const l of loops) {
+    l.stop()
+    for (const id of l.ids) await boss.offWork(BASELINE_QUEUE, { id })
+  }
+  return rate
+}
+
+/**
+ * Webhook effects: a receiver in this process that answers every call at once, counting them.
+ * Ours: RUNS ingress calls to a rule whose effect calls the receiver, timed until the receiver got
+ * them all (ingress, run, the webhook.deliver job, the signed call, its record). Baseline:
+ * pg-boss's own send -> work, each job posting the same body to the same receiver from the loops
+ * the worker delivers with (DELIVERY_LOOPS), through node:http's default agent as ours does.
+ */
+interface Receiver { url: string, calls: () => number, close: () => void }
+
+async function startReceiver (): Promise<Receiver> {
+  let calls = 0
+  const server = createServer((req, res) => {
+    req.resume()
+    req.on('end', () => { calls++; res.writeHead(200, { 'Content-Type': 'text/plain' }).end('ok') })
+  })
+  server.keepAliveTimeout = 60_000
+  await new Promise<void>(resolve => server.listen(0, '127.0.0.1', () => resolve()))
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, calls: () => calls, close: () => { server.close() } }
+}
+
+async function webhookRule (env: AutomationBenchEnv, f: Fixture, url: string): Promise<string> {
+  const rule = await post(env, '/v1/automation/rules', f.token, { name: 'webhook bench', trigger: { type: 'webhook', slug: 'hook' }, effect: { type: 'webhook', url, body: { n: '{{payload.n}}' } } })
+  await post(env, `/v1/automation/rules/${rule.id}/publish`, f.token, { to: 'active' })
+  return rule.webhookToken
+}
+
+async function received (receiver: Receiver, want: number): Promise<void> {
+  for (let i = 0; i < 6000 && receiver.calls() < want; i++) await new Promise(r => setTimeout(r, 10))
+  if (receiver.calls() < want) throw new Error(`automation bench: the receiver got ${receiver.calls()} of ${want} calls`)
+}
+
+async function webhookRate (env: AutomationBenchEnv, token: string, receiver: Receiver): Promise<number> {
+  const want = receiver.calls() + RUNS
+  const t0 = process.hrtime.bigint()
+  await throughput(RUNS, CLIENTS, async i => { await http(env, token, 'POST', '/v1/automation/triggers/hook', { n: i }) })
+  await received(receiver, want)
+  return RUNS / (Number(process.hrtime.bigint() - t0) / 1e9)
+}
+
+async function bossWebhookRate (boss: PgBoss, receiver: Receiver): Promise<number> {
+  const post = (n: number) => new Promise<void>((resolve, reject) => {
+    const body = JSON.stringify({ n })
+    const req = httpRequest(receiver.url, { method: 'POST', headers: { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) } }, res => { res.resume(); res.on('end', () => resolve()) })
+    req.on('error', reject)
+    req.end(body)
+  })
+  const loops = await workInLoops<{ i: number }>(boss, BASELINE_QUEUE, DELIVERY_LOOPS, async jobs => { for (const j of jobs) await post(j.data.i) })
+  const want = receiver.calls() + RUNS
+  const t0 = process.hrtime.bigint()
+  await throughput(RUNS, CLIENTS, async i => { await boss.send(BASELINE_QUEUE, { i }) })
+  await received(receiver, want)
+  const rate = RUNS / (Number(process.hrtime.bigint() - t0) / 1e9)
+  loops.stop()
+  for (const id of loops.ids) await boss.offWork(BASELINE_QUEUE, { id })
   return rate
 }
 
@@ -413,6 +477,24 @@ export async function benchAutomation (env: AutomationBenchEnv, print: (line: st
       print(`two workers / one worker: ${(median(sides[1].rates) / median(sides[0].rates)).toFixed(2)} (medians); two ahead in ${wins} of ${env.rounds} rounds (${sides[0].rates.map((one, r) => `${one.toFixed(0)}/${sides[1].rates[r].toFixed(0)}`).join(', ')})`)
 
       await use(1)
+      await settle(env.db)
+      const receiver = await startReceiver()
+      try {
+        const hookToken = await webhookRule(env, f, receiver.url)
+        await bossWebhookRate(boss, receiver)
+        await webhookRate(env, hookToken, receiver)
+        const theirs: number[] = []
+        const ours: number[] = []
+        for (let r = 0; r < env.rounds; r++) {
+          theirs.push(await bossWebhookRate(boss, receiver))
+          ours.push(await webhookRate(env, hookToken, receiver))
+        }
+        const rate = median(ours)
+        const base = median(theirs)
+        print(row('webhook effect runs/s, ingress -> received, 1 worker', { candidate: rate, baseline: base, ratio: rate / base }, 'runs/s') + ' (vs pg-boss send -> work posting alike)')
+      } finally {
+        receiver.close()
+      }
       await settle(env.db)
       const samples = Number(process.env.BENCH_LATENCY_SAMPLES ?? 20)
       const latency = await eventLatency(env, f, samples)

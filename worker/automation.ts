@@ -1,4 +1,4 @@
-import type { Job, JobWithMetadata, PgBoss } from 'pg-boss'
+import type { JobWithMetadata, PgBoss } from 'pg-boss'
 import type { Logger } from '../lib/log.js'
 import type { Runtime } from '../lib/runtime.js'
 import type { JobSender } from '../lib/context.js'
@@ -14,16 +14,23 @@ import { handleScheduleSync } from '../jobs/handlers/automation-schedule-sync.js
 import { handleAutomationPrune } from '../jobs/handlers/automation-prune.js'
 import { outboxConsumers } from '../jobs/handlers/outbox-dispatch.js'
 import type { Config } from '../lib/config.js'
+import { workInLoops, type LoopOptions } from './loops.js'
 
 // The automation engine's share of a worker: its outbox consumer and one registration per queue.
 // Every worker runs all of them; pg-boss hands each job to one worker (SKIP LOCKED).
 
 /**
- * Two fetch loops of up to 8 runs each, the runs of a batch executed side by side (16 run
- * transactions in flight per worker, within the pool's 20 connections); while fetches come back
- * full they fetch again at once (pg-boss otherwise waits a polling interval after every fetch).
+ * automation.run: two fetch loops of up to 8 runs each, the runs of a batch executed side by side
+ * (16 run transactions in flight per worker, within the pool's 20 connections). Each loop fetches
+ * again as soon as its batch is done; an idle worker looks every half second (worker/loops.ts).
  */
-export const RUN_WORK_OPTIONS = { pollingIntervalSeconds: 0.5, batchSize: 8, localConcurrency: 2, burstWhenBatchFull: true } as const
+export const RUN_LOOPS: LoopOptions = { loops: 2, batchSize: 8, pollSeconds: 0.5, restSeconds: 10 }
+
+/**
+ * webhook.deliver: eight attempts in flight per worker, one per loop, so a slow receiver holds one
+ * loop only. Retries are due 1 s, 2 s, 4 s... after an attempt: the half-second poll finds them.
+ */
+export const DELIVERY_LOOPS: LoopOptions = { loops: 8, batchSize: 1, pollSeconds: 0.5, restSeconds: 10 }
 
 /** pg-boss's scheduler as lib/automation sees it: one schedule per rule, keyed by the rule id. */
 function scheduler (boss: PgBoss): automation.Scheduler {
@@ -33,16 +40,18 @@ function scheduler (boss: PgBoss): automation.Scheduler {
   }
 }
 
-/** Registers the automation queues; returns a function that wakes this process's run worker. */
-export async function startAutomation (rt: Runtime, config: Readonly<Config>, log: Logger, jobs: JobSender): Promise<() => void> {
+/**
+ * Registers the automation queues; returns a function that wakes this process's run loops, and
+ * the stop of the loops' poll timers.
+ */
+export async function startAutomation (rt: Runtime, config: Readonly<Config>, log: Logger, jobs: JobSender): Promise<{ wakeRuns: () => void, stop: () => void }> {
   const deps: automation.EngineDeps = { db: rt.db, config, log, jobs, sequencer: rt.sequencer }
   outboxConsumers.push(automation.eventConsumer(jobs))
-  // Embedded mode (no DATABASE_URL): every fetch loop polls on the one connection the API's
-  // requests use, so one run loop (woken at once by dispatches) and two delivery loops polling
-  // once a second, instead of 2 + 8 loops polling twice a second.
+  // Embedded mode (no DATABASE_URL): every fetch runs on the one connection the API's requests
+  // use, so one run loop (woken at once by dispatches) and two delivery loops looking once a second.
   const embedded = config.databaseUrl === null
-  const runLoops = await workInLoops<AutomationRunPayload>(rt.boss, AUTOMATION_RUN.name, embedded ? 1 : RUN_WORK_OPTIONS.localConcurrency, batch => handleAutomationRun(deps, batch))
-  await rt.boss.work<WebhookDeliverPayload>(WEBHOOK_DELIVER.name, embedded ? { pollingIntervalSeconds: 1, batchSize: 1, localConcurrency: 2 } : { pollingIntervalSeconds: 0.5, batchSize: 1, localConcurrency: 8 },
+  const runs = await workInLoops<AutomationRunPayload>(rt.boss, AUTOMATION_RUN.name, embedded ? { ...RUN_LOOPS, loops: 1 } : RUN_LOOPS, batch => handleAutomationRun(deps, batch))
+  const deliveries = await workInLoops<WebhookDeliverPayload>(rt.boss, WEBHOOK_DELIVER.name, embedded ? { ...DELIVERY_LOOPS, loops: 2, pollSeconds: 1 } : DELIVERY_LOOPS,
     batch => handleWebhookDeliver(deps, batch))
   await rt.boss.work<AutomationTickPayload>(AUTOMATION_TICK.name, { pollingIntervalSeconds: 1, batchSize: 1, includeMetadata: true },
     batch => handleAutomationTick(deps, batch as Array<JobWithMetadata<AutomationTickPayload>>))
@@ -50,29 +59,5 @@ export async function startAutomation (rt: Runtime, config: Readonly<Config>, lo
     batch => handleScheduleSync(deps, scheduler(rt.boss), batch))
   await rt.boss.work(AUTOMATION_PRUNE.name, { pollingIntervalSeconds: 5, batchSize: 1 }, () => handleAutomationPrune(deps))
   await rt.boss.schedule(AUTOMATION_PRUNE.name, '17 * * * *', {}, { key: 'retention', singletonKey: 'retention' })
-  return () => { for (const id of runLoops) rt.boss.notifyWorker(id) }
-}
-
-/**
- * `loops` fetch loops on `queue` with RUN_WORK_OPTIONS, each a registration of its own so that a
- * loop can wake itself: after a batch it fetches again at once, and waits its polling interval
- * only after a fetch that found nothing. (pg-boss fetches again at once only after a full batch;
- * after a partial one, jobs queued meanwhile waited up to half a second: an idle worker at the
- * tail of the end-to-end bench.) Returns the loops' ids. The bench's pg-boss baseline works its
- * queue the same way.
- */
-export async function workInLoops<T extends object> (boss: PgBoss, queue: string, loops: number, handler: (batch: Array<Job<T>>) => Promise<void>): Promise<string[]> {
-  const ids: string[] = []
-  for (let i = 0; i < loops; i++) {
-    let id = ''
-    id = await boss.work<T>(queue, { ...RUN_WORK_OPTIONS, localConcurrency: 1 }, async batch => {
-      try {
-        await handler(batch)
-      } finally {
-        boss.notifyWorker(id)
-      }
-    })
-    ids.push(id)
-  }
-  return ids
+  return { wakeRuns: runs.wake, stop: () => { runs.stop(); deliveries.stop() } }
 }

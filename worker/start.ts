@@ -10,7 +10,7 @@ import * as outbox from '../lib/outbox/index.js'
 import * as counters from '../lib/counters/index.js'
 import * as layers from '../lib/layers/index.js'
 import * as settings from '../lib/settings/index.js'
-import { RUN_WORK_OPTIONS, startAutomation } from './automation.js'
+import { RUN_LOOPS, startAutomation } from './automation.js'
 import { warmConnections } from '../lib/db.js'
 import * as objectTypes from '../lib/object-types/index.js'
 
@@ -25,7 +25,7 @@ export async function startWorker (rt: Runtime, config: Readonly<Config>, log: L
   // transaction: embedded mode has one connection, which a transaction sending a job holds.
   for (const q of QUEUES) await rt.boss.findJobs(q.name, { id: '00000000-0000-0000-0000-000000000000' })
   // The connections the run loops keep busy, opened before the first job is taken.
-  await warmConnections(rt.db, RUN_WORK_OPTIONS.batchSize * RUN_WORK_OPTIONS.localConcurrency).catch(err => log.warn({ err }, 'could not warm the pool'))
+  await warmConnections(rt.db, RUN_LOOPS.batchSize * RUN_LOOPS.loops).catch(err => log.warn({ err }, 'could not warm the pool'))
   // And the attribute validators' meta-schema, which the first object a run writes would compile.
   objectTypes.warmValidators()
 
@@ -40,7 +40,8 @@ export async function startWorker (rt: Runtime, config: Readonly<Config>, log: L
   await rt.boss.work(OUTBOX_PRUNE.name, { pollingIntervalSeconds: 5, batchSize: 1 }, () => handleOutboxPrune(rt.db, log, config.outboxRetentionHours))
   await rt.boss.schedule(OUTBOX_PRUNE.name, '47 * * * *', {}, { key: 'retention', singletonKey: 'retention' })
   const jobs = pgBossSender(rt.boss)
-  wakeRuns = await startAutomation(rt, config, log, jobs)
+  const engine = await startAutomation(rt, config, log, jobs)
+  wakeRuns = engine.wakeRuns
   // Layers: object events queue a low-zoom prerender per affected layer, into Redis when set.
   const tileCache = rt.redis === null ? null : layers.createRenderCache(rt.redis)
   outboxConsumers.push(layers.prerenderOnObjectEvents(rt.db, jobs))
@@ -81,6 +82,7 @@ export async function startWorker (rt: Runtime, config: Readonly<Config>, log: L
     counters.fold(rt.db).then(() => counters.vacuum(rt.db)).catch(err => log.error({ err }, 'counter fold failed'))
   }, 5000)
   return () => {
+    engine.stop()
     clearInterval(poll)
     clearInterval(fold)
     unsubscribe()
