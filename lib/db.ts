@@ -57,6 +57,15 @@ export function engineOf (db: Queryable): Engine {
   return (db.client as { engine?: Engine }).engine ?? POSTGRES
 }
 
+/**
+ * Whether a pool is being or has been destroyed (knex `destroy`): work that was only waiting for
+ * its turn (an after-commit announcement) is dropped then, instead of asking a closed pool.
+ */
+export function isClosed (db: Db): boolean {
+  const pool = (db.client as { pool?: { destroyed?: boolean } }).pool
+  return pool === undefined || pool.destroyed === true
+}
+
 /** Marks a pool's engine (lib/embedded, once at start). */
 export function setEngine (db: Db, engine: Engine): void {
   (db.client as { engine?: Engine }).engine = Object.freeze({ ...engine })

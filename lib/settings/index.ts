@@ -1,5 +1,5 @@
 import pg from 'pg'
-import { engineOf, type Db, type Statement } from '../db.js'
+import { engineOf, isClosed, type Db, type Statement } from '../db.js'
 import type { Logger } from '../log.js'
 import * as sql from './sql.js'
 
@@ -212,6 +212,9 @@ async function flush (db: Db, a: Announcer, log?: Logger): Promise<void> {
   while (a.pending.size > 0) {
     const wait = a.lastAt + ANNOUNCE_INTERVAL_MS - Date.now()
     if (wait > 0) await new Promise(resolve => setTimeout(resolve, wait))
+    // The pool closed while this waited (the process is stopping): dropped as a failed one would
+    // be, without asking a closed pool (other processes' caches expire within their maxAgeMs).
+    if (isClosed(db)) { a.pending.clear(); break }
     const payloads = [...a.pending]
     a.pending.clear()
     a.lastAt = Date.now()
