@@ -31,8 +31,9 @@ export interface Loops {
  * - a loop that got work fetches again as soon as its batch is handled, without waiting;
  * - as it starts a batch it wakes one resting loop, so a backlog draws the loops in one by one
  *   and a single job costs one extra fetch at most;
- * - while every loop rests, one of them is woken every `pollSeconds`: an idle process fetches
- *   as often as one loop polling would, and the others wait for work or their long backstop.
+ * - every `pollSeconds` the first loop not at work is woken: an idle process fetches as often
+ *   as one loop polling would, a loop is still looking while others are held by slow work (a
+ *   receiver taking its 30 s), and the resting ones wait for work or their long backstop.
  * A loop that finds nothing rests again. Returns the loops' ids, a wake and the timer's stop.
  */
 export async function workInLoops<T extends object> (boss: PgBoss, queue: string, options: LoopOptions, handler: (batch: Array<Job<T>>) => Promise<void>): Promise<Loops> {
