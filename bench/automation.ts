@@ -1,13 +1,13 @@
 import { spawn, type ChildProcess } from 'node:child_process'
-import { createServer, request as httpRequest } from 'node:http'
-import type { AddressInfo } from 'node:net'
+import { request as httpRequest } from 'node:http'
 import { once } from 'node:events'
 import { readFile } from 'node:fs/promises'
-import { PgBoss } from 'pg-boss'
+import { PgBoss, type Job } from 'pg-boss'
 import type { Db } from '../lib/db.js'
 import { benchTenant, http, median, row, throughput } from './support.js'
 import { DELIVERY_LOOPS, RUN_LOOPS } from '../worker/automation.js'
-import { workInLoops } from '../worker/loops.js'
+import { workInLoops, type LoopOptions } from '../worker/loops.js'
+import { startReceiver, type Receiver } from '../test/support/automation.js'
 import { createQueues } from '../jobs/enqueue.js'
 import { QUEUES } from '../jobs/contracts.js'
 import * as queues from '../lib/queues/index.js'
@@ -190,77 +190,68 @@ async function cpuTimes (db: Db, processes: number[]): Promise<{ workers: number
   return { workers: total, backends }
 }
 
-/** pg-boss alone: RUNS sends from CLIENTS senders, worked by `workers` in-process workers. */
-async function bossRate (boss: PgBoss, workers: number): Promise<number> {
-  let done = 0
-  // The run worker's own loops (workInLoops with RUN_LOOPS, fetching again after every batch).
-  const loops = await Promise.all(Array.from({ length: workers }, () => workInLoops(boss, BASELINE_QUEUE, RUN_LOOPS, async jobs => { done += jobs.length })))
+/**
+ * pg-boss alone: RUNS sends from CLIENTS senders, worked in this process by `workers` sets of the
+ * worker's own loops (workInLoops with `options`), timed until `done` holds.
+ */
+async function bossRate (boss: PgBoss, workers: number, options: LoopOptions, handler: (jobs: Array<Job<{ i: number }>>) => Promise<void>, done: () => boolean): Promise<number> {
+  const sets = await Promise.all(Array.from({ length: workers }, () => workInLoops(boss, BASELINE_QUEUE, options, handler)))
   const t0 = process.hrtime.bigint()
   await throughput(RUNS, CLIENTS, async i => { await boss.send(BASELINE_QUEUE, { i }) })
-  while (done < RUNS) await new Promise(r => setTimeout(r, 20))
+  await until(done, 'pg-boss baseline')
   const rate = RUNS / (Number(process.hrtime.bigint() - t0) / 1e9)
-  for (const l of loops) {
-    l.stop()
-    for (const id of l.ids) await boss.offWork(BASELINE_QUEUE, { id })
+  for (const set of sets) {
+    set.stop()
+    for (const id of set.ids) await boss.offWork(BASELINE_QUEUE, { id })
   }
   return rate
 }
 
-/**
- * Webhook effects: a receiver in this process that answers every call at once, counting them.
- * Ours: RUNS ingress calls to a rule whose effect calls the receiver, timed until the receiver got
- * them all (ingress, run, the webhook.deliver job, the signed call, its record). Baseline:
- * pg-boss's own send -> work, each job posting the same body to the same receiver from the loops
- * the worker delivers with (DELIVERY_LOOPS), through node:http's default agent as ours does.
- */
-interface Receiver { url: string, calls: () => number, close: () => void }
-
-async function startReceiver (): Promise<Receiver> {
-  let calls = 0
-  const server = createServer((req, res) => {
-    req.resume()
-    req.on('end', () => { calls++; res.writeHead(200, { 'Content-Type': 'text/plain' }).end('ok') })
-  })
-  server.keepAliveTimeout = 60_000
-  await new Promise<void>(resolve => server.listen(0, '127.0.0.1', () => resolve()))
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, calls: () => calls, close: () => { server.close() } }
+/** The run queue's baseline: jobs handled by doing nothing, on the run loops (RUN_LOOPS). */
+async function bossRunRate (boss: PgBoss, workers: number): Promise<number> {
+  let handled = 0
+  return bossRate(boss, workers, RUN_LOOPS, async jobs => { handled += jobs.length }, () => handled >= RUNS)
 }
 
+async function until (done: () => boolean, what: string): Promise<void> {
+  for (let i = 0; i < 6000 && !done(); i++) await new Promise(r => setTimeout(r, 10))
+  if (!done()) throw new Error(`automation bench: ${what} did not finish within a minute`)
+}
+
+/**
+ * Webhook effects, against the tests' local receiver (test/support/automation.ts), which answers
+ * every call at once. Ours: RUNS ingress calls to a rule whose effect calls the receiver, timed
+ * until the receiver got them all (ingress, run, the webhook.deliver job, the signed call, its
+ * record). Baseline: pg-boss's own send -> work, each job posting the same body to the same
+ * receiver from the loops the worker delivers with (DELIVERY_LOOPS), through node:http's default
+ * agent as ours does.
+ */
 async function webhookRule (env: AutomationBenchEnv, f: Fixture, url: string): Promise<string> {
-  const rule = await post(env, '/v1/automation/rules', f.token, { name: 'webhook bench', trigger: { type: 'webhook', slug: 'hook' }, effect: { type: 'webhook', url, body: { n: '{{payload.n}}' } } })
+  const rule = await post(env, '/v1/automation/rules', f.token, { name: 'webhook bench', trigger: { type: 'webhook', slug: 'hook' }, effect: { type: 'webhook', url: `${url}/hook`, body: { n: '{{payload.n}}' } } })
   await post(env, `/v1/automation/rules/${rule.id}/publish`, f.token, { to: 'active' })
   return rule.webhookToken
 }
 
-async function received (receiver: Receiver, want: number): Promise<void> {
-  for (let i = 0; i < 6000 && receiver.calls() < want; i++) await new Promise(r => setTimeout(r, 10))
-  if (receiver.calls() < want) throw new Error(`automation bench: the receiver got ${receiver.calls()} of ${want} calls`)
-}
-
 async function webhookRate (env: AutomationBenchEnv, token: string, receiver: Receiver): Promise<number> {
-  const want = receiver.calls() + RUNS
+  const want = receiver.received.length + RUNS
   const t0 = process.hrtime.bigint()
   await throughput(RUNS, CLIENTS, async i => { await http(env, token, 'POST', '/v1/automation/triggers/hook', { n: i }) })
-  await received(receiver, want)
+  await until(() => receiver.received.length >= want, 'webhook deliveries')
   return RUNS / (Number(process.hrtime.bigint() - t0) / 1e9)
 }
 
-async function bossWebhookRate (boss: PgBoss, receiver: Receiver): Promise<number> {
-  const post = (n: number) => new Promise<void>((resolve, reject) => {
+function postTo (url: string, n: number): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
     const body = JSON.stringify({ n })
-    const req = httpRequest(receiver.url, { method: 'POST', headers: { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) } }, res => { res.resume(); res.on('end', () => resolve()) })
+    const req = httpRequest(`${url}/hook`, { method: 'POST', headers: { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) } }, res => { res.resume(); res.on('end', () => resolve()) })
     req.on('error', reject)
     req.end(body)
   })
-  const loops = await workInLoops<{ i: number }>(boss, BASELINE_QUEUE, DELIVERY_LOOPS, async jobs => { for (const j of jobs) await post(j.data.i) })
-  const want = receiver.calls() + RUNS
-  const t0 = process.hrtime.bigint()
-  await throughput(RUNS, CLIENTS, async i => { await boss.send(BASELINE_QUEUE, { i }) })
-  await received(receiver, want)
-  const rate = RUNS / (Number(process.hrtime.bigint() - t0) / 1e9)
-  loops.stop()
-  for (const id of loops.ids) await boss.offWork(BASELINE_QUEUE, { id })
-  return rate
+}
+
+async function bossWebhookRate (boss: PgBoss, receiver: Receiver): Promise<number> {
+  const want = receiver.received.length + RUNS
+  return bossRate(boss, 1, DELIVERY_LOOPS, async jobs => { for (const j of jobs) await postTo(receiver.url, j.data.i) }, () => receiver.received.length >= want)
 }
 
 /**
@@ -455,10 +446,10 @@ export async function benchAutomation (env: AutomationBenchEnv, print: (line: st
           side.cpu.runs += RUNS
         }
       }
-      for (const side of sides) { await bossRate(boss, side.n); await ours(side, false) }
+      for (const side of sides) { await bossRunRate(boss, side.n); await ours(side, false) }
       for (let r = 0; r < env.rounds; r++) {
         for (const side of r % 2 === 0 ? sides : [...sides].reverse()) {
-          side.boss.push(await bossRate(boss, side.n))
+          side.boss.push(await bossRunRate(boss, side.n))
           await ours(side, true)
         }
       }
@@ -493,7 +484,7 @@ export async function benchAutomation (env: AutomationBenchEnv, print: (line: st
         const base = median(theirs)
         print(row('webhook effect runs/s, ingress -> received, 1 worker', { candidate: rate, baseline: base, ratio: rate / base }, 'runs/s') + ' (vs pg-boss send -> work posting alike)')
       } finally {
-        receiver.close()
+        await receiver.close()
       }
       await settle(env.db)
       const samples = Number(process.env.BENCH_LATENCY_SAMPLES ?? 20)
