@@ -52,9 +52,13 @@ export interface Engine {
 
 const POSTGRES: Engine = Object.freeze({ kind: 'postgres', mvt: true, cursors: true })
 
-/** The engine of a pool or of a transaction on it (transactions inherit the pool's client). */
+// Each pool's engine, by its client's configuration object: a transaction's client (and a
+// savepoint's) is a copy of the pool's that shares that object, and not its other properties.
+const engines = new WeakMap<object, Engine>()
+
+/** The engine of a pool or of a transaction on it. */
 export function engineOf (db: Queryable): Engine {
-  return (db.client as { engine?: Engine }).engine ?? POSTGRES
+  return engines.get((db.client as { config: object }).config) ?? POSTGRES
 }
 
 /**
@@ -68,7 +72,7 @@ export function isClosed (db: Db): boolean {
 
 /** Marks a pool's engine (lib/embedded, once at start). */
 export function setEngine (db: Db, engine: Engine): void {
-  (db.client as { engine?: Engine }).engine = Object.freeze({ ...engine })
+  engines.set((db.client as { config: object }).config, Object.freeze({ ...engine }))
 }
 
 /** Instruments a pool made elsewhere (lib/embedded) like createDb's. */
@@ -228,7 +232,7 @@ export type Bindings = Knex.RawBinding[]
  */
 export function prepared (db: Queryable, name: string, sql: string, bindings: Bindings): PromiseLike<any> {
   if (!direct(db, bindings)) return db.raw(sql, bindings).options({ name })
-  return onPool(db as Knex, name, sql, bindings)
+  return onConnection(db, name, sql, bindings)
 }
 
 const statementNames = new Map<string, string>()
@@ -247,21 +251,25 @@ export function statementName (prefix: string, text: string): string {
   return name
 }
 
-// The pool's direct path for prepared statements (the hot reads: get by id, a cold tile): knex's
-// query builder, runner and formatter cost the API tens of microseconds of CPU per statement, and
-// a fixed text needs none of them. The statement runs on a connection of knex's own pool, and the
-// pool's 'query' / 'query-response' / 'query-error' events are emitted as knex emits them (the
-// metrics and the tests' statement counts read them). Transactions, PGlite and bindings that are
-// not plain values (a knex Raw inlines SQL) keep knex's path.
+// The direct path for prepared statements: the hot reads (get by id, a cold tile) on the pool,
+// and every prepared statement of a transaction (an automation run's claim, effect and outcome, a
+// patch's lock and write). knex's query builder, runner and formatter cost tens of microseconds of
+// CPU per statement (a quarter of a worker's CPU per run went to knex), and a fixed text needs
+// none of them. On the pool the statement runs on a connection of knex's own pool; in a
+// transaction on the transaction's own connection, which its knex client hands out (as it does to
+// knex's runner). The 'query' / 'query-response' / 'query-error' events go to the client as knex
+// sends them, so they reach the pool's and the transaction's listeners (the metrics and the
+// tests' statement counts read them). PGlite and bindings that are not plain values (a knex Raw
+// inlines SQL) keep knex's path.
 const nativeTexts = new Map<string, string>()
 let directQueries = 0
 
 const plainValue = (v: unknown): boolean =>
   v === null || (typeof v !== 'object' && typeof v !== 'function' && v !== undefined) || v instanceof Date || Buffer.isBuffer(v) || Array.isArray(v)
 
-/** Whether a statement on `db` with `bindings` can take the pool's direct path. */
+/** Whether a statement on `db` with `bindings` can take the direct path. */
 const direct = (db: Queryable, bindings: Bindings): boolean =>
-  db.isTransaction !== true && engineOf(db).kind === 'postgres' && bindings.every(plainValue)
+  engineOf(db).kind === 'postgres' && bindings.every(plainValue)
 
 /**
  * The same for a statement whose one row has one bytea column (a vector tile): resolves to its
@@ -275,31 +283,39 @@ export async function preparedBytes (db: Queryable, name: string, sql: string, b
     const v = r.rows[0] === undefined ? null : Object.values(r.rows[0])[0]
     return Buffer.isBuffer(v) && v.length > 0 ? [v] : []
   }
-  return onPool(db as Knex, name, sql, bindings, true)
+  return onConnection(db, name, sql, bindings, true)
 }
 
-async function onPool (db: Knex, name: string, sql: string, bindings: Bindings, bytes = false): Promise<any> {
+interface KnexClient {
+  acquireConnection: () => Promise<pg.Client & { __knexTxId?: string }>
+  releaseConnection: (c: pg.Client) => Promise<void>
+  emit: (event: string, ...args: unknown[]) => void
+}
+
+async function onConnection (db: Queryable, name: string, sql: string, bindings: Bindings, bytes = false): Promise<any> {
   let text = nativeTexts.get(name)
   if (text === undefined) {
     text = db.raw(sql, bindings).toSQL().toNative().sql
     if (nativeTexts.size >= 1000) nativeTexts.clear()
     nativeTexts.set(name, text)
   }
-  const q = { method: 'raw', sql: text, bindings, options: { name }, __knexQueryUid: `direct-${++directQueries}` }
-  db.emit('query', q)
-  const client = db.client as { acquireConnection: () => Promise<pg.Client>, releaseConnection: (c: pg.Client) => Promise<void> }
+  // What knex's transaction client refuses, refused alike: a statement after COMMIT or ROLLBACK.
+  if (db.isTransaction === true && (db as Tx).isCompleted()) throw new Error(`Transaction query already complete: ${name}`)
+  const client = db.client as KnexClient
   const conn = await client.acquireConnection()
+  const q = { method: 'raw', sql: text, bindings, options: { name }, __knexQueryUid: `direct-${++directQueries}`, __knexTxId: conn.__knexTxId }
+  client.emit('query', q)
   try {
     if (bytes) {
       const value = await queryBytes(conn, name, text, bindings as unknown[])
-      db.emit('query-response', { command: 'SELECT', rowCount: 1, rows: [] }, q)
+      client.emit('query-response', { command: 'SELECT', rowCount: 1, rows: [] }, q)
       return value
     }
     const r = await conn.query({ name, text, values: bindings as unknown[] })
-    db.emit('query-response', r, q)
+    client.emit('query-response', r, q)
     return r
   } catch (err) {
-    db.emit('query-error', err, q)
+    client.emit('query-error', err, q)
     throw err
   } finally {
     await client.releaseConnection(conn)
@@ -321,7 +337,7 @@ export function coalesced<R> (load: (db: Queryable, group: string, keys: string[
     load(db, group, b.keys).then(found => { for (const w of b.waiters) w.resolve(found.get(w.key)) }, err => { for (const w of b.waiters) w.reject(err) })
   }
   return (db, group, key) => {
-    if (!direct(db, [])) return load(db, group, [key]).then(found => found.get(key))
+    if (db.isTransaction === true || !direct(db, [])) return load(db, group, [key]).then(found => found.get(key))
     let groups = open.get(db)
     if (groups === undefined) open.set(db, groups = new Map())
     let b = groups.get(group)
