@@ -188,11 +188,8 @@ export interface RunRow {
 }
 
 export async function lockRun (tx: Tx, tenantId: string, id: string): Promise<RunRow | null> {
-  return (await tx('automation_runs').where({ tenant_id: tenantId, id }).forUpdate().first()) ?? null
-}
-
-export async function findRunById (db: Queryable, tenantId: string, id: string): Promise<RunRow | null> {
-  return (await db('automation_runs').where({ tenant_id: tenantId, id }).first()) ?? null
+  const r = await prepared(tx, 'automation.lock-run', 'SELECT * FROM automation_runs WHERE tenant_id = ? AND id = ? FOR UPDATE', [tenantId, id])
+  return r.rows[0] ?? null
 }
 
 export async function findRun (db: Queryable, tenantId: string, ruleId: string, id: string): Promise<RunRow | null> {
@@ -239,15 +236,20 @@ export async function tenantsWithRuns (db: Queryable): Promise<string[]> {
   return r.rows.map((x: { tenant_id: string }) => x.tenant_id)
 }
 
-export interface RuleVersionForRun { status: RuleStatus, deleted: boolean, actor_roles: string[], signing_secret: string | null, content: RuleContent | null }
+/** A run with what a webhook attempt needs of its rule: roles and signing secret now, the content of the run's version. */
+export type RunForAttempt = RunRow & { actor_roles: string[] | null, signing_secret: string | null, content: RuleContent | null }
 
-/** The rule as a run needs it: its current status and roles, and the content of `version`. */
-export async function ruleForRun (db: Queryable, tenantId: string, ruleId: string, version: number): Promise<RuleVersionForRun | null> {
-  const r = await db.raw(`
-    SELECT r.status, r.deleted_at IS NOT NULL AS deleted, r.actor_roles, r.signing_secret, v.definition AS content
-    FROM automation_rules r
-    LEFT JOIN automation_rule_versions v ON v.tenant_id = r.tenant_id AND v.rule_id = r.id AND v.version = ?
-    WHERE r.tenant_id = ? AND r.id = ?`, [version, tenantId, ruleId])
+/**
+ * A webhook attempt's one read before its call (no lock: the call happens outside any
+ * transaction). The secret is read on every attempt, as it may rotate between them.
+ */
+export async function runForAttempt (db: Queryable, tenantId: string, id: string): Promise<RunForAttempt | null> {
+  const r = await prepared(db, 'automation.run-for-attempt', `
+    SELECT run.*, r.actor_roles, r.signing_secret, v.definition AS content
+    FROM automation_runs run
+    LEFT JOIN automation_rules r ON r.tenant_id = run.tenant_id AND r.id = run.rule_id
+    LEFT JOIN automation_rule_versions v ON v.tenant_id = run.tenant_id AND v.rule_id = run.rule_id AND v.version = run.rule_version
+    WHERE run.tenant_id = ? AND run.id = ?`, [tenantId, id])
   return r.rows[0] ?? null
 }
 

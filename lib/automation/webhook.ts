@@ -32,17 +32,16 @@ function describe (r: CallResult): string {
 }
 
 export async function deliverAttempt (ctx: ServiceContext, runId: string, attempt: number): Promise<void> {
-  const run = await sql.findRunById(ctx.db, ctx.tenantId, runId)
+  const run = await sql.runForAttempt(ctx.db, ctx.tenantId, runId)
   if (run === null || run.status !== 'running' || run.attempts >= attempt || run.outgoing === null) return
-  const rule = await sql.ruleForRun(ctx.db, ctx.tenantId, run.rule_id, run.rule_version)
-  const effect = rule?.content?.effect as WebhookEffect | undefined
+  const effect = run.content?.effect as WebhookEffect | undefined
   const body = run.outgoing.body === null ? null : Buffer.from(run.outgoing.body)
   const headers: Record<string, string> = {
     ...run.outgoing.headers,
     ...(body ? { 'content-type': 'application/json' } : {}),
     'idempotency-key': run.id,
     'x-webhook-attempt': String(attempt),
-    'x-webhook-signature': signBody(rule?.signing_secret ?? '', body ?? Buffer.alloc(0)),
+    'x-webhook-signature': signBody(run.signing_secret ?? '', body ?? Buffer.alloc(0)),
     'user-agent': 'spatial-automation/1'
   }
   const startedAt = new Date()
@@ -61,7 +60,7 @@ export async function deliverAttempt (ctx: ServiceContext, runId: string, attemp
     const locked = await sql.lockRun(tx, ctx.tenantId, runId)
     if (locked === null || locked.status !== 'running' || locked.attempts >= attempt) return
     const patch = { attempts: attempt, attempt_log: [...locked.attempt_log, entry], response }
-    const rctx = await ruleContext({ ...ctx, db: tx, causation: { depth: locked.depth + 1, ruleId: locked.rule_id, runId } }, ctx.db, locked.rule_id, rule?.actor_roles ?? [])
+    const rctx = await ruleContext({ ...ctx, db: tx, causation: { depth: locked.depth + 1, ruleId: locked.rule_id, runId } }, ctx.db, locked.rule_id, run.actor_roles ?? [])
     if (verdict === 'ok') return finishRun(rctx, locked, { ...patch, status: 'succeeded' })
     if (verdict === 'retry' && attempt < max) {
       await ctx.jobs!.send(WEBHOOK_DELIVER.name, { tenantId: ctx.tenantId, runId, attempt: attempt + 1 }, { db: tx, startAfterSeconds: backoffSeconds(attempt), singletonKey: `${runId}:${attempt + 1}` })
