@@ -37,7 +37,9 @@ export async function featureStream (ctx: ServiceContext, query: Record<string, 
   const rows = conn.query(copyTo(statement))
   const lines = copyTextDecoder()
   pipeline(rows, lines, err => {
-    if (err === undefined || err === null) { void client.releaseConnection(conn); return }
+    // Done, or refused by the database (an error it answered ends the COPY: the connection is
+    // ready for the next statement).
+    if (err === undefined || err === null || (err as { severity?: string }).severity !== undefined) { void client.releaseConnection(conn); return }
     // Closed early (client gone) or failed: the connection may be mid-COPY, which only ends
     // with the backend. Terminate it (waiting up to 5 s for it to go), and let the pool drop
     // the connection rather than hand it out again.
@@ -47,7 +49,30 @@ export async function featureStream (ctx: ServiceContext, query: Record<string, 
       .catch(e => ctx.log.warn({ err: { message: (e as Error).message } }, 'could not end an abandoned NDJSON stream'))
       .finally(() => { void client.releaseConnection(conn) })
   })
+  // An error before the first line (a value the database refuses, such as an asOf in year 0)
+  // is the request's error, answered with its status, instead of a connection cut before any
+  // response: the stream is handed over once it has its first bytes or has ended.
+  await firstBytes(lines)
   return { ...head, stream: lines }
+}
+
+/** Resolves once `s` has bytes to read (put back for its consumer) or has ended; rejects with its error. */
+function firstBytes (s: Readable): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const settle = (err?: Error): void => {
+      s.off('readable', onReadable)
+      s.off('error', settle)
+      if (err === undefined) resolve()
+      else reject(err)
+    }
+    const onReadable = (): void => {
+      const chunk: Buffer | null = s.read()
+      if (chunk !== null) s.unshift(chunk)
+      settle()
+    }
+    s.on('readable', onReadable)
+    s.once('error', settle)
+  })
 }
 
 const BACKSLASH = 0x5c

@@ -77,6 +77,23 @@ describe('GET /v1/layers/objects/stream (NDJSON)', () => {
     while (await running() > 0 && Date.now() < until) await new Promise(resolve => setTimeout(resolve, 50))
     assert.equal(await running(), 0, 'no stream statement is still running')
   })
+
+  it('answers a value the database refuses before the first line with its error (400), not a cut connection', async () => {
+    const pool = (ctx.s.db.client as { pool: { numUsed: () => number } }).pool
+    const res = await ctx.owner.get('/v1/layers/objects/stream?layer=big&asOf=0000-01-01T00:00:00Z')
+    assert.equal(res.status, 400)
+    assert.equal(res.body.error.code, 'VALIDATION_ERROR')
+    const deadline = Date.now() + 5_000
+    while (pool.numUsed() > 0 && Date.now() < deadline) await new Promise(resolve => setTimeout(resolve, 20))
+    assert.equal(pool.numUsed(), 0, 'the connection went back to the pool')
+    // An empty selection is still a 200 with no lines, and the stream works after the failure.
+    const none = await fetch(`${ctx.s.base}/v1/layers/objects/stream?layer=big&bbox=100,-10,100.1,-9.9`, { headers: { Authorization: `Bearer ${ctx.owner.token}` } })
+    assert.equal(none.status, 200)
+    assert.equal(await none.text(), '')
+    const some = await fetch(`${ctx.s.base}/v1/layers/objects/stream?layer=big&bbox=-10.01,39.99,-9.95,40.05`, { headers: { Authorization: `Bearer ${ctx.owner.token}` } })
+    assert.equal(some.status, 200)
+    assert.ok((await some.text()).split('\n').filter(Boolean).length > 0)
+  })
 })
 
 describe('OGC API - Features', () => {
