@@ -63,7 +63,16 @@ export function costLimit (): ApolloServerPlugin {
     async requestDidStart () {
       return {
         async didResolveOperation ({ request, document, schema }) {
-          const cost = costOf(schema, document, request.operationName ?? undefined, request.variables)
+          let cost: number
+          try {
+            cost = costOf(schema, document, request.operationName ?? undefined, request.variables)
+          } catch (err) {
+            // Variables that do not fit their declared types ("x" for an Int): the cost walk
+            // coerces them before execution would, so its refusal is the client's fault, answered
+            // as Apollo answers the same refusal at execution (BAD_USER_INPUT, 400).
+            if (err instanceof GraphQLError) throw new GraphQLError(err.message, { nodes: err.nodes, extensions: { code: 'BAD_USER_INPUT', http: { status: 400 } } })
+            throw err
+          }
           if (cost > MAX_COST) {
             throw new GraphQLError(`query cost ${cost} exceeds the cost limit of ${MAX_COST}: ask for fewer items (limit) or fewer nested lists`, {
               extensions: { code: 'BAD_REQUEST', http: { status: 400 }, details: { limit: 'cost', maximum: MAX_COST, cost } }

@@ -290,6 +290,18 @@ describe('POST /v1/graphql: tenancy, permissions and authentication', () => {
     assert.equal(r.errors?.[0].extensions.status, 400)
     assert.doesNotMatch(r.res.text, /stacktrace|at .*\.ts:/)
   })
+
+  it('a variable that does not fit its type is BAD_REQUEST naming it (not an internal error)', async () => {
+    const q = 'query ($n: Int) { objects(limit: $n) { id } }'
+    for (const n of ['x', 99_999_999_999, 1.5]) {
+      const r = await gql(session.owner, q, { n })
+      assert.equal(r.status, 400, r.res.text)
+      assert.equal(r.errors?.[0].extensions.code, 'BAD_REQUEST')
+      assert.equal(r.errors?.[0].extensions.status, 400)
+      assert.match(r.errors?.[0].message ?? '', /Variable "\$n" got invalid value/)
+    }
+    await ok(session.owner, q, { n: 2 })
+  })
 })
 
 describe('POST /v1/graphql: guard rails', () => {
