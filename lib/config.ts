@@ -43,6 +43,12 @@ export interface Config {
   outboxRetentionHours: number
   /** How often a worker's pg-boss looks for jobs of dead workers (expired) to hand out again. */
   workerSuperviseSeconds: number
+  /**
+   * The longest a statement of the API may run (PostgreSQL statement_timeout of its pool; 0: no
+   * limit); a statement it cancels answers 503 NOT_READY. A NDJSON stream's COPY is not bound by
+   * it (lib/layers/stream.ts), nor are the workers' jobs.
+   */
+  dbStatementTimeoutMs: number
   /** Port of the worker's own /metrics (null: not served). */
   workerMetricsPort: number | null
   /** `async` sequences audit events after commit; `sync` takes the chain head lock inside the write. */
@@ -180,6 +186,7 @@ export function loadConfig (env: Env, release = '0.0.0'): Readonly<Config> {
     }),
     outboxRetentionHours: int(env, 'OUTBOX_RETENTION_HOURS', 24, 1),
     workerSuperviseSeconds: int(env, 'WORKER_SUPERVISE_SECONDS', 60, 1, 3600),
+    dbStatementTimeoutMs: int(env, 'DB_STATEMENT_TIMEOUT_MS', 60_000, 0, 86_400_000),
     workerMetricsPort: str(env, 'WORKER_METRICS_PORT') === null ? null : int(env, 'WORKER_METRICS_PORT', 0, 0, 65535),
     auditSequencing: oneOf(env, 'AUDIT_SEQUENCING', ['async', 'sync'] as const, 'async'),
     auditSigningKey,

@@ -14,10 +14,16 @@ export type Queryable = Knex | Knex.Transaction
 // node-postgres returns int8 (count(*), bigserial) as strings; our counts fit in a double.
 pg.types.setTypeParser(20, (v: string) => Number(v))
 
-export function createDb (databaseUrl: string, opts: { poolMax?: number } = {}): Db {
+/**
+ * A pool. `statementTimeoutMs` (the API's DB_STATEMENT_TIMEOUT_MS; 0 or absent: none) is every
+ * connection's statement_timeout, sent with the connection's startup (no round trip), so `RESET
+ * statement_timeout` returns to it; a statement it cancels becomes NOT_READY (translatePgError).
+ */
+export function createDb (databaseUrl: string, opts: { poolMax?: number, statementTimeoutMs?: number } = {}): Db {
+  const timeout = opts.statementTimeoutMs ?? 0
   const db = knexFactory({
     client: 'pg',
-    connection: databaseUrl,
+    connection: timeout > 0 ? { connectionString: databaseUrl, statement_timeout: timeout } : databaseUrl,
     pool: { min: 0, max: opts.poolMax ?? 20, afterCreate: noJit },
     acquireConnectionTimeout: 10_000
   })
@@ -213,6 +219,10 @@ export function translatePgError (err: unknown): unknown {
     case '22008': case '22007': return new AppError('VALIDATION_ERROR', 'a date or time is out of the supported range', { field: 'value', reason: 'date/time out of range' })
     case '22P05': case '22021': return new AppError('VALIDATION_ERROR', 'a text value contains a character that cannot be stored (NUL)', { field: 'value', reason: 'unsupported character' })
     case '40001': case '40P01': return new AppError('VERSION_CONFLICT', 'a concurrent change won; retry with the current version', {})
+    // The pool's statement_timeout (DB_STATEMENT_TIMEOUT_MS); other cancellations stay as they are.
+    case '57014': return /statement timeout/.test(e.message ?? '')
+      ? new AppError('NOT_READY', 'the database did not answer within the statement timeout; ask for less (a smaller area, a higher zoom, fewer items)', { reason: 'statement timeout' })
+      : err
     default: return err
   }
 }

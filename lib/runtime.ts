@@ -21,7 +21,9 @@ export interface Runtime {
 export async function startRuntime (config: Readonly<Config>, log: Logger, opts: { worker: boolean }): Promise<Runtime> {
   const databaseUrl = config.databaseUrl
   if (databaseUrl === null) throw new Error('startRuntime needs DATABASE_URL; embedded mode starts through startEmbeddedRuntime')
-  const db = createDb(databaseUrl)
+  // The API's statements answer requests and are bounded (DB_STATEMENT_TIMEOUT_MS); a worker's
+  // jobs (a layer's low-zoom prerender, the retention batches) may run as long as they need.
+  const db = createDb(databaseUrl, { statementTimeoutMs: opts.worker ? 0 : config.dbStatementTimeoutMs })
   const sequencer = new Sequencer(db, err => log.error({ err }, 'audit sequencing failed'))
   sequencer.startSweeping()
   // License and policy changes made by any process reach this one at once (lib/settings).

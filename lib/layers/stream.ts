@@ -34,12 +34,24 @@ export async function featureStream (ctx: ServiceContext, query: Record<string, 
   const statement = exportSql.streamCopyStatement(pl.scope, pl.fields)
   const client = ctx.db.client as { acquireConnection: () => Promise<PooledClient>, releaseConnection: (c: PooledClient) => Promise<void> }
   const conn = await client.acquireConnection()
+  // The COPY is not bound by the pool's statement_timeout (DB_STATEMENT_TIMEOUT_MS): a large
+  // export may stream for longer than any other statement should run. Set for this connection
+  // (queued ahead of the COPY, no wait) and reset to the pool's own before it goes back.
+  const unbounded = ctx.config.dbStatementTimeoutMs > 0
+  if (unbounded) conn.query('SET statement_timeout = 0').catch(() => {})
+  const release = (): void => {
+    if (!unbounded) { void client.releaseConnection(conn); return }
+    conn.query('RESET statement_timeout').then(() => client.releaseConnection(conn), () => {
+      conn.__knex__disposed ??= 'could not reset statement_timeout'
+      return client.releaseConnection(conn)
+    }).catch(() => {})
+  }
   const rows = conn.query(copyTo(statement))
   const lines = copyTextDecoder()
   pipeline(rows, lines, err => {
     // Done, or refused by the database (an error it answered ends the COPY: the connection is
     // ready for the next statement).
-    if (err === undefined || err === null || (err as { severity?: string }).severity !== undefined) { void client.releaseConnection(conn); return }
+    if (err === undefined || err === null || (err as { severity?: string }).severity !== undefined) { release(); return }
     // Closed early (client gone) or failed: the connection may be mid-COPY, which only ends
     // with the backend. Terminate it (waiting up to 5 s for it to go), and let the pool drop
     // the connection rather than hand it out again.

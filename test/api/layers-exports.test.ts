@@ -96,6 +96,48 @@ describe('GET /v1/layers/objects/stream (NDJSON)', () => {
   })
 })
 
+describe('DB_STATEMENT_TIMEOUT_MS', () => {
+  // A short limit and a tenant large enough that a world tile takes seconds and the NDJSON stream
+  // of every object takes longer than the limit.
+  const ctx = useOwnerSession({ tenantPrefix: 'lyrtmo', type: true, env: { DB_STATEMENT_TIMEOUT_MS: '100' } })
+  const N = 40_000
+  before(async () => {
+    // The seed is one long statement: outside the limit (SET LOCAL, in its own transaction).
+    await ctx.s.db.transaction(async tx => {
+      await tx.raw('SET LOCAL statement_timeout = 0')
+      await seed(tx as unknown as Db, ctx.tenant, ctx.typeId, N)
+    })
+    assert.equal((await ctx.owner.post('/v1/layers/definitions', { name: 'All', slug: 'all', definition: { filters: { typeId: ctx.typeId } } })).status, 201)
+  })
+
+  it('answers a statement the limit cancels with 503 NOT_READY in the error body, and the pool serves on', async () => {
+    const res = await ctx.owner.get('/v1/layers/tiles/all/0/0/0.mvt')
+    assert.equal(res.status, 503, res.text)
+    assert.equal(res.body.error.code, 'NOT_READY')
+    assert.equal(res.body.error.details.reason, 'statement timeout')
+    assert.doesNotMatch(res.text, /SELECT|ST_AsMVT/)
+    assert.equal((await ctx.owner.get('/v1/layers/tiles/all/10/511/340.mvt')).status, 200)
+  })
+
+  it('does not bind the NDJSON stream, and its connection goes back to the pool with the limit', async () => {
+    const res = await fetch(`${ctx.s.base}/v1/layers/objects/stream?layer=all`, { headers: { Authorization: `Bearer ${ctx.owner.token}` } })
+    assert.equal(res.status, 200)
+    const lines = (await res.text()).split('\n')
+    assert.equal(lines.pop(), '')
+    assert.equal(lines.length, N)
+    // Every connection of the pool still has the limit (the stream's was reset to it).
+    const pool = (ctx.s.db.client as { pool: { numUsed: () => number, numFree: () => number } }).pool
+    const deadline = Date.now() + 5_000
+    while (pool.numUsed() > 0 && Date.now() < deadline) await new Promise(resolve => setTimeout(resolve, 20))
+    const held = await Promise.all(Array.from({ length: pool.numFree() }, () => ctx.s.db.client.acquireConnection()))
+    try {
+      for (const conn of held) assert.equal((await conn.query('SHOW statement_timeout')).rows[0].statement_timeout, '100ms')
+    } finally {
+      for (const conn of held) await ctx.s.db.client.releaseConnection(conn)
+    }
+  })
+})
+
 describe('OGC API - Features', () => {
   const ctx = useOwnerSession({ tenantPrefix: 'lyrogc', type: true })
   before(async () => {

@@ -82,7 +82,7 @@ export async function startServer (env: Record<string, string> = {}, opts: Serve
   const config = testConfig(env)
   const databaseUrl = config.databaseUrl ?? TEST_DATABASE_URL
   const redis = opts.redis === true ? await connectRedis(config.redisUrl ?? 'redis://127.0.0.1:6379') : null
-  const db = createDb(databaseUrl, { poolMax: 30 })
+  const db = createDb(databaseUrl, { poolMax: 30, statementTimeoutMs: config.dbStatementTimeoutMs })
   const sequencer = new Sequencer(db, () => {})
   const boss = opts.jobs === true ? await startBoss(databaseUrl) : null
   const feed = await startSettingsFeed(db, databaseUrl, silentLog)

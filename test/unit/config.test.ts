@@ -56,6 +56,7 @@ describe('loadConfig', () => {
     assert.equal(c.maxBodyBytes, 1024 * 1024)
     assert.equal(c.metricsToken, null)
     assert.equal(c.webhookAllowPrivateNetworks, false)
+    assert.equal(c.dbStatementTimeoutMs, 60_000)
   })
 
   it('parses every variable it knows', () => {
@@ -77,7 +78,8 @@ describe('loadConfig', () => {
       LOG_LEVEL: 'debug',
       MAX_BODY_BYTES: '2048',
       METRICS_TOKEN: 'metrics-token-0123456789',
-      WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true'
+      WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
+      DB_STATEMENT_TIMEOUT_MS: '0'
     })
     assert.equal(c.port, 8081)
     assert.equal(c.auth.issuer, 'https://idp.example')
@@ -95,6 +97,7 @@ describe('loadConfig', () => {
     assert.equal(c.maxBodyBytes, 2048)
     assert.equal(c.metricsToken, 'metrics-token-0123456789')
     assert.equal(c.webhookAllowPrivateNetworks, true)
+    assert.equal(c.dbStatementTimeoutMs, 0)
   })
 
   it('accepts true/false and 1/0 for booleans, in any case', () => {
