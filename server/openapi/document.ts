@@ -11,7 +11,7 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   413: 'PAYLOAD_TOO_LARGE',
   429: 'RATE_LIMITED; see Retry-After',
   500: 'INTERNAL_ERROR',
-  503: 'NOT_READY'
+  503: 'NOT_READY: the database did not answer (down, or a statement over DB_STATEMENT_TIMEOUT_MS)'
 }
 
 /**
@@ -75,7 +75,7 @@ function operation (r: RouteSpec, used: Set<string>): object {
     }
   }
   const errors = new Set<number>([...(r.errors ?? []), 500])
-  if (r.auth === 'bearer' || r.auth === 'webhook') errors.add(401)
+  if (r.auth === 'bearer' || r.auth === 'webhook') { errors.add(401); errors.add(503) }
   if (r.auth === 'bearer' || r.feature !== undefined) errors.add(403)
   if (r.unlimited !== true) errors.add(429)
   if (r.body) { errors.add(400); errors.add(413) }
