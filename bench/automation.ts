@@ -400,7 +400,7 @@ export async function benchAutomation (env: AutomationBenchEnv, print: (line: st
     if (splitMode === '1' || splitMode === 'only') {
       for (const n of (process.env.BENCH_AUTOMATION_WORKERS ?? '1,2').split(',').map(Number)) {
         const x = await split(env, f, n)
-        const ms = (v: number) => `${(v * 1000).toFixed(1)} ms`
+        const ms = (v: number) => `${(v * 1000).toFixed(2)} ms`
         const cpu = (x.ingressCpu === null ? '' : `; CPU per ingress call: API ${ms(x.ingressCpu.api)}, database ${ms(x.ingressCpu.database)}`) +
           (x.cpu === null ? '' : `; CPU per run drained: workers ${ms(x.cpu.worker)}, database ${ms(x.cpu.database)}`)
         print(`automation split, ${n} worker(s): ingress ${x.ingress.toFixed(0)} runs/s accepted, workers drain ${x.drain.toFixed(0)} runs/s${cpu}`)
