@@ -219,10 +219,10 @@ export function translatePgError (err: unknown): unknown {
     case '22008': case '22007': return new AppError('VALIDATION_ERROR', 'a date or time is out of the supported range', { field: 'value', reason: 'date/time out of range' })
     case '22P05': case '22021': return new AppError('VALIDATION_ERROR', 'a text value contains a character that cannot be stored (NUL)', { field: 'value', reason: 'unsupported character' })
     case '40001': case '40P01': return new AppError('VERSION_CONFLICT', 'a concurrent change won; retry with the current version', {})
-    // The pool's statement_timeout (DB_STATEMENT_TIMEOUT_MS); other cancellations stay as they are.
-    case '57014': return /statement timeout/.test(e.message ?? '')
-      ? new AppError('NOT_READY', 'the database did not answer within the statement timeout; ask for less (a smaller area, a higher zoom, fewer items)', { reason: 'statement timeout' })
-      : err
+    // A cancelled statement: the pool's statement_timeout (DB_STATEMENT_TIMEOUT_MS), or an
+    // operator's pg_cancel_backend. Told by its code alone: the message is in the server's
+    // lc_messages language.
+    case '57014': return new AppError('NOT_READY', 'the database did not answer within the statement timeout; ask for less (a smaller area, a higher zoom, fewer items)', { reason: 'statement timeout' })
     default: return err
   }
 }

@@ -34,6 +34,14 @@ async function ogrinfo (c: Client, args: string[]): Promise<string> {
   return stdout
 }
 
+/** Waits up to `ms` for every connection of the test server's pool to be back (none in use); the count left. */
+async function poolIdle (db: Db, ms = 5_000): Promise<number> {
+  const pool = (db.client as { pool: { numUsed: () => number } }).pool
+  const deadline = Date.now() + ms
+  while (pool.numUsed() > 0 && Date.now() < deadline) await new Promise(resolve => setTimeout(resolve, 20))
+  return pool.numUsed()
+}
+
 describe('GET /v1/layers/objects/stream (NDJSON)', () => {
   const ctx = useOwnerSession({ tenantPrefix: 'lyrnd', type: true })
   const N = 20_000
@@ -66,9 +74,7 @@ describe('GET /v1/layers/objects/stream (NDJSON)', () => {
     assert.ok(first.value !== undefined && first.value.length > 0)
     assert.ok(pool.numUsed() >= 1, 'the stream holds a connection while it runs')
     abort.abort()
-    const deadline = Date.now() + 10_000
-    while (pool.numUsed() > 0 && Date.now() < deadline) await new Promise(resolve => setImmediate(resolve))
-    assert.equal(pool.numUsed(), 0, 'the connection went back to the pool')
+    assert.equal(await poolIdle(ctx.s.db, 10_000), 0, 'the connection went back to the pool')
     // The cancel reaches every backend the statement runs in; on a Citus cluster that includes the
     // shard's backend, which ends a moment after the coordinator's (seen once in CI): wait for it.
     const running = async () => (await ctx.s.db.raw(`SELECT count(*)::int AS n FROM pg_stat_activity
@@ -79,13 +85,10 @@ describe('GET /v1/layers/objects/stream (NDJSON)', () => {
   })
 
   it('answers a value the database refuses before the first line with its error (400), not a cut connection', async () => {
-    const pool = (ctx.s.db.client as { pool: { numUsed: () => number } }).pool
     const res = await ctx.owner.get('/v1/layers/objects/stream?layer=big&asOf=0000-01-01T00:00:00Z')
     assert.equal(res.status, 400)
     assert.equal(res.body.error.code, 'VALIDATION_ERROR')
-    const deadline = Date.now() + 5_000
-    while (pool.numUsed() > 0 && Date.now() < deadline) await new Promise(resolve => setTimeout(resolve, 20))
-    assert.equal(pool.numUsed(), 0, 'the connection went back to the pool')
+    assert.equal(await poolIdle(ctx.s.db), 0, 'the connection went back to the pool')
     // An empty selection is still a 200 with no lines, and the stream works after the failure.
     const none = await fetch(`${ctx.s.base}/v1/layers/objects/stream?layer=big&bbox=100,-10,100.1,-9.9`, { headers: { Authorization: `Bearer ${ctx.owner.token}` } })
     assert.equal(none.status, 200)
@@ -126,9 +129,8 @@ describe('DB_STATEMENT_TIMEOUT_MS', () => {
     assert.equal(lines.pop(), '')
     assert.equal(lines.length, N)
     // Every connection of the pool still has the limit (the stream's was reset to it).
-    const pool = (ctx.s.db.client as { pool: { numUsed: () => number, numFree: () => number } }).pool
-    const deadline = Date.now() + 5_000
-    while (pool.numUsed() > 0 && Date.now() < deadline) await new Promise(resolve => setTimeout(resolve, 20))
+    await poolIdle(ctx.s.db)
+    const pool = (ctx.s.db.client as { pool: { numFree: () => number } }).pool
     const held = await Promise.all(Array.from({ length: pool.numFree() }, () => ctx.s.db.client.acquireConnection()))
     try {
       for (const conn of held) assert.equal((await conn.query('SHOW statement_timeout')).rows[0].statement_timeout, '100ms')

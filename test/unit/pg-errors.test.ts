@@ -1,0 +1,24 @@
+import { describe, it } from 'node:test'
+import assert from 'node:assert/strict'
+import { translatePgError } from '../../lib/db.js'
+import { AppError } from '../../lib/errors.js'
+
+// lib/db translatePgError reads PostgreSQL's error code, never its message: the message comes in
+// the server's lc_messages language.
+
+describe('translatePgError', () => {
+  it('makes a cancelled statement (57014) NOT_READY whatever language the server speaks', () => {
+    for (const message of ['canceling statement due to statement timeout', 'storniere Anfrage wegen Zeitüberschreitung der Anweisung']) {
+      const e = translatePgError(Object.assign(new Error(message), { code: '57014' }))
+      assert.ok(e instanceof AppError)
+      assert.equal(e.code, 'NOT_READY')
+      assert.equal(e.details.reason, 'statement timeout')
+      assert.doesNotMatch(e.message, /storniere|canceling/)
+    }
+  })
+
+  it('leaves an error it does not know as it is', () => {
+    const err = Object.assign(new Error('x'), { code: '57P01' })
+    assert.equal(translatePgError(err), err)
+  })
+})
