@@ -54,12 +54,38 @@ export function parse<T> (schema: object, data: unknown, prefix = ''): T {
   return data as T
 }
 
+// ajv coerces any text Number() reads: '0x10' and ' 1', and '1e400' as Infinity, which then
+// passes minimum and maximum unchecked (strict numbers skip the bounds of a non-finite value, and
+// the type is not checked again after coercion). A number in a query string is decimal text of a
+// finite number.
+const DECIMAL = /^-?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$/
+
+/** What a declared parameter's text cannot be, beyond its schema; null when it is fine. */
+function parameterFault (type: unknown, v: string): string | null {
+  if ((type === 'integer' || type === 'number') && !(DECIMAL.test(v) && Number.isFinite(Number(v)))) {
+    return `must be ${type === 'integer' ? 'an integer' : 'a number'} in decimal digits`
+  }
+  // Parameters are compared with stored text, which never holds a NUL: Postgres refuses one in a
+  // statement, and its refusal could not name the parameter.
+  if (v.includes('\u0000')) return 'must not contain NUL characters (\\u0000)'
+  return null
+}
+
+function assertQueryText (schema: object, query: Record<string, unknown>): void {
+  const properties = (schema as { properties?: Record<string, { type?: unknown }> }).properties ?? {}
+  for (const [k, v] of Object.entries(query)) {
+    const reason = properties[k] === undefined || typeof v !== 'string' ? null : parameterFault(properties[k].type, v)
+    if (reason !== null) throw new AppError('VALIDATION_ERROR', `${k} ${reason}`, { field: k, reason, errors: [{ field: k, reason }] })
+  }
+}
+
 /** Like parse, for query strings: coerces types and fills defaults on a copy. */
 export function parseQuery<T> (schema: object, query: Record<string, unknown>): T {
   let validate = compiledQuery.get(schema)
   if (!validate) { validate = queryAjv.compile(schema); compiledQuery.set(schema, validate) }
   const copy: Record<string, unknown> = {}
   for (const [k, v] of Object.entries(query)) copy[k] = Array.isArray(v) ? v[v.length - 1] : v
+  assertQueryText(schema, copy)
   if (!validate(copy)) fail(validate.errors, '')
   return copy as T
 }

@@ -106,11 +106,15 @@ export const SignedTreeHead = {
   }
 } as const
 
+// A tree size asked for: the upper bound keeps it exact in JavaScript and inside Postgres' bigint,
+// where the query casts it (a larger one was a 500); above the current size it is a 400 anyway.
+const RequestedSize = { type: 'integer', minimum: 1, maximum: Number.MAX_SAFE_INTEGER } as const
+
 export const InclusionProofQuery = {
   type: 'object',
   additionalProperties: false,
   properties: {
-    treeSize: { type: 'integer', minimum: 1, description: 'Prove against the tree of this size (at least the event\'s sequence, at most the current size); default: the current tree' },
+    treeSize: { ...RequestedSize, description: 'Prove against the tree of this size (at least the event\'s sequence, at most the current size); default: the current tree' },
     tenant: ChainTenant
   }
 } as const
@@ -137,8 +141,8 @@ export const ConsistencyProofQuery = {
   additionalProperties: false,
   required: ['first'] as string[],
   properties: {
-    first: { type: 'integer', minimum: 1, description: 'The older tree size' },
-    second: { type: 'integer', minimum: 1, description: 'The newer tree size (at least first, at most the current size); default: the current tree' },
+    first: { ...RequestedSize, description: 'The older tree size' },
+    second: { ...RequestedSize, description: 'The newer tree size (at least first, at most the current size); default: the current tree' },
     tenant: ChainTenant
   }
 } as const

@@ -1,6 +1,7 @@
 import { CronExpressionParser } from 'cron-parser'
 import { validationError } from '../errors.js'
 import { checkLogic } from '../jsonlogic.js'
+import { assertStorable } from '../storable.js'
 import { parsePath, type MatchSpec } from './match.js'
 import { findBadTemplate } from './templates.js'
 
@@ -92,6 +93,9 @@ function checkTemplates (e: Effect): void {
 
 /** Checks a rule version's content beyond its JSON Schema; throws VALIDATION_ERROR naming the path. */
 export function checkRuleContent (c: RuleContent): void {
+  // First: the free-form parts (match.value, effect.attributes and body) are stored as JSON, and
+  // the template walk below recurses through them; 5,000 levels of nesting overflowed the stack (a 500).
+  assertStorable(c, '')
   const t = c.trigger as unknown as Record<string, unknown>
   checkFields(t, c.trigger.type, 'trigger')
   if (c.trigger.type === 'schedule') checkSchedule(c.trigger)

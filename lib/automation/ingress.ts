@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { AppError } from '../errors.js'
+import { assertStorable } from '../storable.js'
 import * as sql from './sql.js'
 import { readWebhookToken, tokenMatches } from './secrets.js'
 import { queueRunAtOnce } from './trigger.js'
@@ -24,6 +25,9 @@ function unauthorized (): never {
  * run of the first one instead of starting another.
  */
 export async function acceptWebhook (deps: IngressDeps, slug: string, token: string | null, payload: unknown, idempotencyKey: string | null): Promise<{ accepted: true, runIds: string[] }> {
+  // The payload is stored as the run's input: a value jsonb cannot hold exactly (deeper than
+  // MAX_JSON_DEPTH, which overflowed the stack as a 500; a NUL; 1e400, stored as null) is a 400.
+  assertStorable(payload, '')
   const claim = token === null ? null : readWebhookToken(token)
   if (claim === null) unauthorized()
   const rule = await sql.ruleForIngress(deps.db, claim.tenantId, claim.ruleId)

@@ -1,4 +1,5 @@
 import type { Queryable, Tx } from '../db.js'
+import { SLUG_PATTERN } from './schema.js'
 
 // Statements on the layers table. Every one filters by tenant and uses layers_pkey
 // (tenant_id, id) or layers_tenant_slug (tenant_id, slug).
@@ -38,8 +39,14 @@ export async function insertLayer (tx: Tx, r: Omit<LayerRow, 'version' | 'create
   return res.rows[0]
 }
 
-/** By id (when `key` is a UUID) or by slug. */
+const SLUG = new RegExp(SLUG_PATTERN)
+
+/**
+ * By id (when `key` is a UUID) or by slug. A key that is no slug names no layer and is not sent
+ * (a NUL in it would fail in Postgres as a 400 about storing text, where the answer is a 404).
+ */
 export async function findLayer (db: Queryable, tenantId: string, key: string, byId: boolean, lock = false): Promise<LayerRow | null> {
+  if (!byId && !SLUG.test(key)) return null
   const res = await db.raw(`SELECT * FROM layers WHERE tenant_id = ? AND ${byId ? 'id = ?::uuid' : 'slug = ?'}${lock ? ' FOR UPDATE' : ''}`, [tenantId, key])
   return res.rows[0] ?? null
 }

@@ -53,7 +53,8 @@ export const ValidateBody = {
   properties: {
     attributes: { type: 'object' },
     geometry: { type: 'object', nullable: true },
-    version: { type: 'integer', minimum: 1, description: 'Defaults to the latest version' }
+    // The upper bound is the version column's (integer): a larger one reached Postgres as a 500.
+    version: { type: 'integer', minimum: 1, maximum: 2147483647, description: 'Defaults to the latest version' }
   }
 } as const
 

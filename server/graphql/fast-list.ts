@@ -69,6 +69,9 @@ export function fastList (): ApolloServerPlugin<GraphqlContext> {
     async requestDidStart () {
       return {
         async responseForOperation ({ schema, operation, request, contextValue }) {
+          // Apollo asks even when operationName names no operation of the document (typed as
+          // always set, it is undefined then): execution refuses that request, not this plugin.
+          if ((operation as OperationDefinitionNode | undefined) === undefined) return null
           const result = await answer(schema, operation, request.variables, contextValue)
           return result === null ? null : { body: { kind: 'single', singleResult: result }, http: { status: undefined, headers: new HeaderMap() } }
         }

@@ -3,7 +3,8 @@ import { ApolloServerPluginCacheControlDisabled, ApolloServerPluginLandingPageDi
 import { koaMiddleware } from '@as-integrations/koa'
 import type { RouteRegistrar } from '../app.js'
 import { defineRoute, type RouteSpec } from '../openapi/registry.js'
-import { parse } from '../../lib/validation.js'
+import { parse, parseQuery } from '../../lib/validation.js'
+import { MAX_JSON_DEPTH } from '../../lib/storable.js'
 import { service } from '../http/common.js'
 import { graphqlContext, type GraphqlContext } from './context.js'
 import { graphqlSchema, printedSchema } from './schema.js'
@@ -65,7 +66,8 @@ const GraphqlResponse = {
 } as const
 
 const LIMITS_TEXT = `Depth is limited to ${MAX_DEPTH} nested selections and cost to ${MAX_COST} (each field costs 1; the selection ` +
-  'under a field with a limit argument counts limit times); either refusal is HTTP 400 with extensions.code BAD_REQUEST naming the limit. ' +
+  `under a field with a limit argument counts limit times), and variables nest at most ${MAX_JSON_DEPTH} levels deep; each refusal is ` +
+  'HTTP 400 with extensions.code BAD_REQUEST naming the limit. ' +
   'The same authentication, rate limit, body-size limit, permissions and audit as REST apply.'
 
 function createApollo (): ApolloServer<GraphqlContext> {
@@ -114,7 +116,12 @@ export const registerGraphqlRoutes: RouteRegistrar = (router, guards, deps) => {
     headers: { 'apollo-require-preflight': { description: 'Any non-empty value (CSRF prevention); without it, or x-apollo-operation-name, the answer is 400', required: false, schema: { type: 'string' } } },
     responses: { 200: { description: 'the result (errors, if any, in errors[])', schema: GraphqlResponse } },
     example: { summary: 'Object ids and public ids by GET', query: { query: '{ objects(limit: 5) { id publicId } }' }, headers: { 'apollo-require-preflight': 'true' }, status: 200, after: ['createObjects'] }
-  }, execute)
+  }, async (ctx, next) => {
+    // The documented parameters, checked like the POST body: a missing or empty query or an unknown
+    // parameter is a 400 in the error body, before Apollo reads the request.
+    parseQuery(GraphqlGetQuery, ctx.query)
+    return execute(ctx, next)
+  })
 
   defineRoute(router, guards, {
     method: 'get', path: '/graphql/schema.gql', operationId: 'graphqlSchema', tag: 'graphql', auth: 'none',

@@ -2,6 +2,7 @@ import depthLimit from 'graphql-depth-limit'
 import { getComplexity, simpleEstimator, type ComplexityEstimator } from 'graphql-query-complexity'
 import { GraphQLError, type DocumentNode, type ValidationRule } from 'graphql'
 import type { ApolloServerPlugin } from '@apollo/server'
+import { MAX_JSON_DEPTH } from '../../lib/storable.js'
 
 /**
  * Guard rails: one request cannot fetch the world.
@@ -58,11 +59,28 @@ function costOf (schema: Parameters<typeof getComplexity>[0]['schema'], document
   return cost
 }
 
+/** True when `v` holds objects or arrays more than `levels` deep (the walk stops there). */
+function nestsDeeper (v: unknown, levels: number): boolean {
+  if (v === null || typeof v !== 'object') return false
+  return levels === 0 || Object.values(v).some(x => nestsDeeper(x, levels - 1))
+}
+
 export function costLimit (): ApolloServerPlugin {
   return {
     async requestDidStart () {
       return {
-        async didResolveOperation ({ request, document, schema }) {
+        async didResolveOperation ({ request, document, schema, operation }) {
+          // Before anything recurses through the variables (the cost cache's key below is their
+          // JSON text): 5,000 levels of nesting overflowed the stack, a 500. Stored JSON has the
+          // same bound (lib/storable.ts).
+          if (nestsDeeper(request.variables, MAX_JSON_DEPTH)) {
+            throw new GraphQLError(`variables nest deeper than ${MAX_JSON_DEPTH} levels`, {
+              extensions: { code: 'BAD_REQUEST', http: { status: 400 }, details: { field: 'variables', reason: `nests deeper than ${MAX_JSON_DEPTH} levels` } }
+            })
+          }
+          // No operation of that name (operationName naming none in the document): execution
+          // refuses it ("Unknown operation named ...", 400); the cost walk would fail on it (a 500).
+          if (operation === undefined) return
           let cost: number
           try {
             cost = costOf(schema, document, request.operationName ?? undefined, request.variables)

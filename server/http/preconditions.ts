@@ -1,15 +1,16 @@
 import type { Context } from 'koa'
 import { AppError } from '../../lib/errors.js'
 
-// If-Match accepts 3, "3" or W/"3" (CONTRACT "Objects").
-const IF_MATCH_RE = /^(?:W\/)?"?(\d{1,9})"?$/
+// If-Match accepts 3, "3" or W/"3" (CONTRACT "Objects") and nothing else: an unbalanced quote
+// (`"3`, `3"`) or an unquoted weak tag (`W/3`) is a bad request, not version 3.
+const IF_MATCH_RE = /^(?:(\d{1,9})|(?:W\/)?"(\d{1,9})")$/
 
 export function readIfMatch (ctx: Context): number | null {
   const raw = ctx.get('If-Match').trim()
   if (raw === '') return null
   const m = IF_MATCH_RE.exec(raw)
   if (!m) throw new AppError('BAD_REQUEST', 'If-Match must be a version number such as "3"', { field: 'If-Match', reason: 'not a version' })
-  return Number(m[1])
+  return Number(m[1] ?? m[2])
 }
 
 export function requireIfMatch (ctx: Context): number {
