@@ -31,6 +31,12 @@ export interface Config {
   maxBodyBytes: number
   metricsToken: string | null
   webhookAllowPrivateNetworks: boolean
+  /**
+   * The API's public base URL (scheme, host, port and any path prefix a reverse proxy adds, no
+   * trailing slash): the start of every absolute link it writes (OGC API Features, TileJSON).
+   * null: each request's own scheme and Host header.
+   */
+  publicUrl: string | null
   automation: {
     /** Per outgoing webhook attempt (CONTRACT: 30 s). */
     webhookTimeoutMs: number
@@ -111,6 +117,17 @@ function url (env: Env, name: string, protocols: string[]): string | null {
   return raw
 }
 
+/** PUBLIC_URL as links start with it: a base without query, fragment or trailing slash. */
+function publicUrl (env: Env): string | null {
+  const raw = url(env, 'PUBLIC_URL', ['http:', 'https:'])
+  if (raw === null) return null
+  const u = new URL(raw)
+  if (u.search !== '' || u.hash !== '' || u.username !== '' || u.password !== '') {
+    throw new ConfigError('PUBLIC_URL', 'must be a base URL such as https://maps.example.com or https://example.com/gis, without query, fragment or credentials')
+  }
+  return `${u.origin}${u.pathname.replace(/\/+$/, '')}`
+}
+
 function isEd25519PrivateKey (pem: string): boolean {
   try { return createPrivateKey(pem).asymmetricKeyType === 'ed25519' } catch { return false }
 }
@@ -179,6 +196,7 @@ export function loadConfig (env: Env, release = '0.0.0'): Readonly<Config> {
     maxBodyBytes: int(env, 'MAX_BODY_BYTES', 1024 * 1024, 1024),
     metricsToken,
     webhookAllowPrivateNetworks: bool(env, 'WEBHOOK_ALLOW_PRIVATE_NETWORKS', false),
+    publicUrl: publicUrl(env),
     automation: Object.freeze({
       webhookTimeoutMs: int(env, 'WEBHOOK_TIMEOUT_SECONDS', 30, 1, 300) * 1000,
       runRetentionDays: int(env, 'AUTOMATION_RUN_RETENTION_DAYS', 7, 1),

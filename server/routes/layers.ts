@@ -28,8 +28,11 @@ export function sendRendered (ctx: Context, r: layers.Rendered, type: string): v
   ctx.body = joinBytes(r.body)
 }
 
-/** The API's own origin as the client addressed it (links in TileJSON and OGC documents are absolute). */
-export const originOf = (ctx: Context): string => `${ctx.protocol}://${ctx.host}`
+/**
+ * The start of the API's absolute links (TileJSON and OGC documents): PUBLIC_URL when set (behind
+ * a reverse proxy, which this process cannot see), else the scheme and Host the client used.
+ */
+export const originOf = (ctx: Context): string => service(ctx).config.publicUrl ?? `${ctx.protocol}://${ctx.host}`
 
 export const ifNoneMatch = (ctx: Context): string | undefined => ctx.get('If-None-Match') || undefined
 

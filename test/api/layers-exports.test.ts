@@ -233,6 +233,36 @@ describe('OGC API - Features', () => {
   })
 })
 
+describe('PUBLIC_URL: absolute links behind a reverse proxy', () => {
+  const BASE = 'https://maps.example.com/gis'
+  const ctx = useOwnerSession({ tenantPrefix: 'lyrpub', type: true, env: { PUBLIC_URL: `${BASE}/` } })
+  before(async () => {
+    await seed(ctx.s.db, ctx.tenant, ctx.typeId, 5)
+    assert.equal((await ctx.owner.post('/v1/layers/definitions', { name: 'Sites', slug: 'sites', definition: { filters: { typeId: ctx.typeId } } })).status, 201)
+  })
+
+  it('starts every link of the OGC documents and TileJSON with it, not with the address the request came to', async () => {
+    const hrefs: string[] = []
+    const collect = (doc: { links?: Array<{ href: string }> }) => { for (const l of doc.links ?? []) hrefs.push(l.href) }
+    const landing = await ctx.owner.get('/v1/layers/ogc')
+    assert.equal(landing.status, 200, landing.text)
+    collect(landing.body)
+    assert.equal(landing.body.links.find((l: { rel: string }) => l.rel === 'data').href, `${BASE}/v1/layers/ogc/collections`)
+    const cols = await ctx.owner.get('/v1/layers/ogc/collections')
+    collect(cols.body)
+    for (const c of cols.body.collections) collect(c)
+    const page = await ctx.owner.get('/v1/layers/ogc/collections/sites/items?limit=2')
+    assert.equal(page.status, 200, page.text)
+    collect(page.body)
+    assert.equal(page.body.links.find((l: { rel: string }) => l.rel === 'next').href, `${BASE}/v1/layers/ogc/collections/sites/items?limit=2&offset=2`)
+    const tj = await ctx.owner.get('/v1/layers/tiles/sites.json')
+    assert.equal(tj.status, 200, tj.text)
+    hrefs.push(...tj.body.tiles)
+    assert.ok(hrefs.length > 5)
+    for (const h of hrefs) assert.ok(h.startsWith(`${BASE}/v1/`) || h === `${BASE}/openapi/v1.json`, h)
+  })
+})
+
 describe('GDAL reads the exports', () => {
   const ctx = useOwnerSession({ tenantPrefix: 'lyrgdal', type: true })
   before(async () => {

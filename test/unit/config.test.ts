@@ -56,6 +56,7 @@ describe('loadConfig', () => {
     assert.equal(c.maxBodyBytes, 1024 * 1024)
     assert.equal(c.metricsToken, null)
     assert.equal(c.webhookAllowPrivateNetworks, false)
+    assert.equal(c.publicUrl, null)
     assert.equal(c.dbStatementTimeoutMs, 60_000)
   })
 
@@ -79,6 +80,7 @@ describe('loadConfig', () => {
       MAX_BODY_BYTES: '2048',
       METRICS_TOKEN: 'metrics-token-0123456789',
       WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
+      PUBLIC_URL: 'https://example.com/gis/',
       DB_STATEMENT_TIMEOUT_MS: '0'
     })
     assert.equal(c.port, 8081)
@@ -97,7 +99,9 @@ describe('loadConfig', () => {
     assert.equal(c.maxBodyBytes, 2048)
     assert.equal(c.metricsToken, 'metrics-token-0123456789')
     assert.equal(c.webhookAllowPrivateNetworks, true)
+    assert.equal(c.publicUrl, 'https://example.com/gis', 'without the trailing slash: links append /v1/...')
     assert.equal(c.dbStatementTimeoutMs, 0)
+    assert.equal(loadConfig({ ...BASE, PUBLIC_URL: 'http://maps.example.com:8080' }).publicUrl, 'http://maps.example.com:8080')
   })
 
   it('accepts true/false and 1/0 for booleans, in any case', () => {
@@ -156,6 +160,8 @@ describe('loadConfig', () => {
       ['LICENSE_STORAGE_SECRET', 'too-short'],
       ['METRICS_TOKEN', 'short'],
       ['AUDIT_SEQUENCING', 'later'],
+      ['PUBLIC_URL', 'maps.example.com'], ['PUBLIC_URL', 'ftp://maps.example.com'],
+      ['PUBLIC_URL', 'https://maps.example.com/?x=1'], ['PUBLIC_URL', 'https://user:pw@maps.example.com'],
       ['AUDIT_SIGNING_KEY', 'not-a-pem'],
       ['AUDIT_SIGNING_KEY', generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ format: 'pem', type: 'pkcs8' }).toString()]
     ]
