@@ -3,6 +3,7 @@ import knexFactory, { type Knex } from 'knex'
 import pg from 'pg'
 import { AppError } from './errors.js'
 import { dbQueryDuration } from './metrics.js'
+import { statementKind } from './statement-kind.js'
 import { queryBytes } from './pg-bytes.js'
 export { joinBytes } from './pg-bytes.js'
 
@@ -88,21 +89,24 @@ export function instrumentDb (db: Db): Db {
 }
 
 // The label set of each statement text seen (the hot statements have fixed texts), bounded.
+// The label is one of STATEMENT_KINDS, never text taken from the statement. A long text (a folded
+// write is 3 KB; a batched insert, whose text varies with its size, far more) is kept under its
+// length and its two ends, so the map stays small and a fixed long text is read once; two texts
+// alike there but of different kinds would only share a label.
 const operations = new Map<string, { operation: string }>()
+const operationKey = (sql: string): string => sql.length <= 400 ? sql : `${sql.length}:${sql.slice(0, 200)}\u0000${sql.slice(-200)}`
 function operationOf (sql: string): { operation: string } {
-  let labels = operations.get(sql)
+  const key = operationKey(sql)
+  let labels = operations.get(key)
   if (labels === undefined) {
-    labels = { operation: (/^\s*(?:with\b[\s\S]*?\)\s*)?(\w+)/i.exec(sql)?.[1] ?? 'other').toLowerCase() }
-    // Long texts (batched inserts) vary with their size: not kept.
-    if (sql.length <= 2000) {
-      if (operations.size >= 2000) operations.clear()
-      operations.set(sql, labels)
-    }
+    labels = { operation: statementKind(sql) }
+    if (operations.size >= 2000) operations.clear()
+    operations.set(key, labels)
   }
   return labels
 }
 
-/** database_query_duration_seconds, labelled by the statement's first keyword. */
+/** database_query_duration_seconds, labelled by the statement's kind (lib/statement-kind.ts). */
 function instrument (db: Db): void {
   const started = new Map<string, bigint>()
   db.on('query', (q: { __knexQueryUid?: string }) => {
@@ -120,28 +124,47 @@ function instrument (db: Db): void {
   db.on('query-error', (err: unknown, q: { __knexQueryUid?: string, sql?: string }) => finish(err, q))
 }
 
-/** The pool, the before-COMMIT and the after-commit callbacks of each transaction `withTransaction` opened. */
-const opened = new WeakMap<Tx, { pool: Db, callbacks: Array<(pool: Db) => void>, before: Array<(tx: Tx) => Promise<void>> }>()
+/** The pool, the before-COMMIT, after-commit and after-end callbacks of each transaction `withTransaction` opened. */
+const opened = new WeakMap<Tx, { pool: Db, callbacks: Array<(pool: Db) => void>, before: Array<(tx: Tx) => Promise<void>>, ended: Array<(pool: Db) => Promise<void>> }>()
 
 /** Runs `fn` in a transaction on `db`, or inside the caller's transaction when `db` is one. */
 export async function withTransaction<T> (db: Queryable, fn: (tx: Tx) => Promise<T>): Promise<T> {
   if (db.isTransaction) return fn(db as Tx)
   const callbacks: Array<(pool: Db) => void> = []
+  const ended: Array<(pool: Db) => Promise<void>> = []
   let result: T
   try {
     result = await (db as Knex).transaction(async tx => {
       const before: Array<(tx: Tx) => Promise<void>> = []
-      opened.set(tx, { pool: db as Db, callbacks, before })
+      opened.set(tx, { pool: db as Db, callbacks, before, ended })
       const value = await fn(tx)
       // In order, each once; one may register another.
       for (let i = 0; i < before.length; i++) await before[i](tx)
       return value
     })
   } catch (err) {
+    if (ended.length > 0) await Promise.allSettled(ended.map(f => f(db as Db)))
     throw translatePgError(err)
   }
+  if (ended.length > 0) await Promise.allSettled(ended.map(f => f(db as Db)))
   for (const cb of callbacks) cb(db as Db)
   return result
+}
+
+/**
+ * Runs `fn` with the pool once the transaction `tx` has ended, by COMMIT or by ROLLBACK, and
+ * waits for it before `withTransaction` returns or throws (a failure of `fn` is its own to
+ * handle). Returns false, registering nothing, for a transaction `withTransaction` did not open.
+ * For a record that must outlive the transaction's refusal (lib/license: a write refused at its
+ * quota is audited): written in the transaction it would roll back with it, and written on the
+ * pool while the transaction is open it would wait for a connection the transaction may hold
+ * (embedded mode: the only one).
+ */
+export function afterEnd (tx: Tx, fn: (pool: Db) => Promise<void>): boolean {
+  const entry = opened.get(tx)
+  if (entry === undefined) return false
+  entry.ended.push(fn)
+  return true
 }
 
 /**

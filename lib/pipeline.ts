@@ -147,6 +147,13 @@ async function guard (ctx: ServiceContext, spec: WriteSpec): Promise<void> {
   for (const hook of writeHooks.before) await hook(ctx, spec)
 }
 
+/**
+ * The checks `runWrite` makes before its transaction (authorization, the before-hooks: an
+ * expired license's LICENSE_EXPIRED), for an effect that writes nothing here but must be refused
+ * as a write would: an outgoing webhook attempt of an automation run (lib/automation webhook.ts).
+ */
+export const assertMayWrite: (ctx: ServiceContext, spec: WriteSpec) => Promise<void> = guard
+
 async function transact<T> (ctx: ServiceContext, spec: WriteSpec, operation: (w: WriteScope) => Promise<T>): Promise<T> {
   const changes: Change[] = [] // every change of the write, as hooks see them
   const nested = ctx.db.isTransaction === true

@@ -1,9 +1,29 @@
 // Built-in role grants (CONTRACT "Authentication and roles"). Pure functions, unit-tested.
 
-export const RESOURCES = ['objects', 'relations', 'objectTypes', 'workflows', 'rules', 'layers', 'automationRules', 'auditLogs', 'policy', 'license'] as const
-export type Resource = typeof RESOURCES[number]
-export const ACTIONS = ['read', 'write', 'transition', 'publish', 'execute'] as const
-export type Action = typeof ACTIONS[number]
+const design = ['read', 'write', 'publish'] as const
+
+/**
+ * Each resource and the actions it has: the one list (CONTRACT's default-grants table names
+ * them), from which RESOURCES and ACTIONS follow and the policy schema's per-resource enums are
+ * made. A grant of an action its resource lacks is refused (400), not stored.
+ */
+export const RESOURCE_ACTIONS = {
+  objects: ['read', 'write', 'transition'],
+  relations: ['read', 'write'],
+  objectTypes: design,
+  workflows: design,
+  rules: design,
+  layers: design,
+  automationRules: ['read', 'write', 'publish', 'execute'],
+  auditLogs: ['read'],
+  policy: ['read', 'write'],
+  license: ['read', 'write']
+} as const satisfies Record<string, readonly string[]>
+
+export type Resource = keyof typeof RESOURCE_ACTIONS
+export const RESOURCES = Object.keys(RESOURCE_ACTIONS) as readonly Resource[]
+export type Action = typeof RESOURCE_ACTIONS[Resource][number]
+export const ACTIONS: readonly Action[] = [...new Set(Object.values(RESOURCE_ACTIONS).flat())]
 export type Permissions = Partial<Record<Resource, Action[]>>
 export type RoleGrants = Partial<Record<Resource, Action[]>>
 
@@ -18,10 +38,9 @@ const operator: RoleGrants = {
   relations: ['read', 'write'],
   automationRules: ['read']
 }
-const design: Action[] = ['read', 'write', 'publish']
 const admin: RoleGrants = {
   ...operator,
-  objectTypes: design, workflows: design, rules: design, layers: design,
+  objectTypes: [...design], workflows: [...design], rules: [...design], layers: [...design],
   automationRules: ['read', 'write', 'publish', 'execute'],
   auditLogs: ['read'], policy: ['read'], license: ['read']
 }

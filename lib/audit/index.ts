@@ -1,6 +1,6 @@
 import type { Actor, ServiceContext } from '../context.js'
-import type { Db, Statement } from '../db.js'
-import { runStatements } from '../db.js'
+import type { Db, Statement, Tx } from '../db.js'
+import { afterEnd, runStatements } from '../db.js'
 import * as sql from './sql.js'
 
 export type { NewAuditEvent } from './sql.js'
@@ -34,8 +34,21 @@ export async function recordStandalone (db: Db, tenantId: string, actor: Actor |
   kick?.(tenantId)
 }
 
-export async function recordForContext (ctx: ServiceContext, event: sql.NewAuditEvent): Promise<void> {
-  await recordStandalone(ctx.db, ctx.tenantId, ctx.actor, event, t => ctx.sequencer?.kick(t))
+/**
+ * A refusal's event (permission.denied, license.limit_exceeded) by the caller of `ctx`, written so
+ * the refusal does not take it back. Refused inside a transaction that withTransaction opened
+ * (`within`, by default ctx.db when it is one: an automation run's effect), it is written on the
+ * pool once that transaction has ended, by COMMIT or ROLLBACK (lib/db afterEnd), before the
+ * transaction's caller sees the error: in the transaction it would roll back with the write, and
+ * on the pool while the transaction is open it could wait for a connection the transaction holds.
+ * The registration happens before this function first awaits, so a caller may throw right after
+ * calling it. Otherwise it is written at once, in its own statement.
+ */
+export async function recordForContext (ctx: ServiceContext, event: sql.NewAuditEvent, within?: Tx): Promise<void> {
+  const write = (db: Db) => recordStandalone(db, ctx.tenantId, ctx.actor, event, t => ctx.sequencer?.kick(t))
+  const tx = within ?? (ctx.db.isTransaction === true ? ctx.db as Tx : undefined)
+  if (tx !== undefined && afterEnd(tx, pool => write(pool).catch(err => ctx.log.error({ err, type: event.type }, 'could not audit a refusal')))) return
+  await write(ctx.db)
 }
 
 // Read side: list and proof (GET /v1/audit/events, GET /v1/audit/events/{id}/proof).

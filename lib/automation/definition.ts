@@ -63,8 +63,12 @@ function checkSchedule (t: { cron: string, timezone?: string }): void {
   if (t.timezone !== undefined) {
     try { new Intl.DateTimeFormat('en', { timeZone: t.timezone }) } catch { throw validationError('trigger.timezone', `unknown time zone "${t.timezone}"; use an IANA name such as Europe/Berlin`) }
   }
+  // pg-boss 12 files each occurrence in a 60-second slot and looks every 30 s (timekeeper.js
+  // OCCURRENCE_WINDOW_SECONDS), so a schedule fires at most once a minute: a 6-field cron (seconds
+  // first) would silently fire far less often than it says, so it is refused.
   const fields = t.cron.trim().split(/\s+/).length
-  if (fields !== 5 && fields !== 6) throw validationError('trigger.cron', 'must have 5 fields (minute hour day month weekday), or 6 with seconds first')
+  if (fields === 6) throw validationError('trigger.cron', 'has 6 fields, but a schedule fires at most once a minute: give 5 fields (minute hour day month weekday), e.g. "* * * * *" for every minute')
+  if (fields !== 5) throw validationError('trigger.cron', 'must have 5 fields (minute hour day month weekday); a schedule fires at most once a minute')
   try { CronExpressionParser.parse(t.cron, { tz: t.timezone ?? 'UTC' }) } catch (err) {
     throw validationError('trigger.cron', `is not a valid cron expression: ${(err as Error).message}`)
   }

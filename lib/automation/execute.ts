@@ -2,6 +2,7 @@ import { performance } from 'node:perf_hooks'
 import type { ServiceContext } from '../context.js'
 import { isAppError } from '../errors.js'
 import { withTransaction, type Tx } from '../db.js'
+import { runWrite, type WriteSpec } from '../pipeline.js'
 import { evaluateLogic, truthy } from '../jsonlogic.js'
 import * as objects from '../objects/index.js'
 import * as workflows from '../workflows/index.js'
@@ -10,16 +11,17 @@ import * as sql from './sql.js'
 import type { Effect, RuleContent } from './definition.js'
 import { evaluateMatches, type MatchSpec } from './match.js'
 import { render, renderText, TemplateError, usesObject, type TemplateScope } from './templates.js'
-import { assertTenantGate } from './hooks.js'
+import { assertTenantGate, refusalOf } from './hooks.js'
 import { LRUCache } from 'lru-cache'
 import { ruleContext } from './context.js'
 import { finishRun, type Step } from './finish.js'
-import { redactHeaders } from './http.js'
+import { redactHeaders, redactUrl } from './http.js'
 
 // One run: match -> condition -> effect, in ONE transaction that holds the run row. A database
-// effect (transition, update) runs in a savepoint of that transaction through the same services
-// as REST, so it commits together with the run's success or not at all; a run that is no longer
-// `queued` when its job arrives (a redelivery, a raced worker) is left alone.
+// effect (transition, update) runs in that transaction through the same services as REST, and the
+// effect's license count (countEffect) with it, so both commit together with the run's success or
+// not at all; a run that is no longer `queued` when its job arrives (a redelivery, a raced
+// worker) is left alone.
 
 type Outcome = { status: sql.RunStatus, error?: { code: string, message: string }, extra?: Partial<sql.RunRow> }
 
@@ -91,25 +93,22 @@ async function runEffect (ctx: ServiceContext, tx: Tx, run: sql.RunRow, content:
   try {
     const scope = await scopeOf(ctx, run, content)
     const effect = content.effect
-    if (effect.type === 'webhook') {
-      const outgoing = renderWebhook(effect, scope)
-      const request = { url: outgoing.url, method: outgoing.method, headers: redactHeaders(outgoing.headers), body: outgoing.body === null ? null : JSON.parse(outgoing.body) }
-      if (dryRun) { steps.push(step('effect', t0, true, { dryRun: true, wouldSend: request })); return { status: 'dry_run', extra: { request } } }
-      await ctx.jobs!.send(WEBHOOK_DELIVER.name, { tenantId: ctx.tenantId, runId: run.id, attempt: 1 }, { db: tx })
-      steps.push(step('effect', t0, true, { queued: 'webhook.deliver', attempt: 1 }))
-      return { status: 'running', extra: { request, outgoing } }
+    const outgoing = effect.type === 'webhook' ? renderWebhook(effect, scope) : null
+    const request = outgoing === null ? null : { url: redactUrl(outgoing.url), method: outgoing.method, headers: redactHeaders(outgoing.headers), body: outgoing.body === null ? null : JSON.parse(outgoing.body) }
+    if (dryRun) {
+      steps.push(step('effect', t0, true, request === null ? { dryRun: true, effect: effect.type } : { dryRun: true, wouldSend: request }))
+      return request === null ? { status: 'dry_run' } : { status: 'dry_run', extra: { request } }
     }
-    if (dryRun) { steps.push(step('effect', t0, true, { dryRun: true, effect: effect.type })); return { status: 'dry_run' } }
-    // No savepoint: a refused database effect rolls the whole run transaction back
-    // (EffectRefused) and its outcome is recorded in a fresh one; success costs two round trips less.
-    const detail = await applyDbEffect({ ...ctx, db: tx, deferChanges: true }, effect, scope).catch(err => {
+    // No savepoint: a refused effect rolls the whole run transaction back (EffectRefused) and its
+    // outcome is recorded in a fresh one; success costs two round trips less.
+    const detail = await applyEffect({ ...ctx, db: tx, deferChanges: true }, run, effect, scope).catch(err => {
       const f = failure(err)
       if (f === null) throw err
       steps.push(step('effect', t0, false, f))
       throw new EffectRefused({ status: 'failed', error: f })
     })
     steps.push(step('effect', t0, true, detail))
-    return { status: 'succeeded' }
+    return request === null ? { status: 'succeeded' } : { status: 'running', extra: { request, outgoing } }
   } catch (err) {
     if (err instanceof EffectRefused) throw err
     const f = failure(err)
@@ -117,6 +116,42 @@ async function runEffect (ctx: ServiceContext, tx: Tx, run: sql.RunRow, content:
     steps.push(step('effect', t0, false, f))
     return { status: 'failed', error: f }
   }
+}
+
+/**
+ * Applies the effect in the run's transaction (`ctx.db`), then counts it (countEffect): both
+ * commit with the run's outcome or neither does. A webhook effect's part here is queuing its
+ * first attempt (webhook.ts sends it once this transaction has committed).
+ */
+async function applyEffect (ctx: ServiceContext, run: sql.RunRow, effect: Effect, scope: TemplateScope): Promise<unknown> {
+  const detail = effect.type === 'webhook' ? await queueFirstAttempt(ctx, run.id) : await applyDbEffect(ctx, effect, scope)
+  await countEffect(ctx, effect)
+  return detail
+}
+
+async function queueFirstAttempt (ctx: ServiceContext, runId: string): Promise<unknown> {
+  await ctx.jobs!.send(WEBHOOK_DELIVER.name, { tenantId: ctx.tenantId, runId, attempt: 1 }, { db: ctx.db })
+  return { queued: 'webhook.deliver', attempt: 1 }
+}
+
+/**
+ * What a run counts against the license (CONTRACT "Licensing": `workflow_run_count` counts
+ * transitions plus automation effects), decided here only: one unit for every run that applies
+ * its effect (a webhook effect once, when its first attempt is queued, however many attempts
+ * follow; a replay is a new run); nothing for a dry run, a skipped run or one that fails before
+ * its effect. The unit is this empty write through the pipeline in the run's transaction: its
+ * record hook adds the month's +1, its quota hook refuses the N+1st with LICENSE_LIMIT_EXCEEDED
+ * and its before-hook an expired license with LICENSE_EXPIRED, and a refusal rolls the effect
+ * back with the run. It comes after the effect, so its counter locks follow the effect's row
+ * locks (lib/license README, lock order). A transition effect is such a write already
+ * (lib/workflows `transitionObject` names the limit, for REST and runs alike): counted here too,
+ * it would count twice.
+ */
+const EFFECT_UNIT: WriteSpec = { resource: 'automationRules', action: 'execute', limit: 'workflow_run_count' }
+
+async function countEffect (ctx: ServiceContext, effect: Effect): Promise<void> {
+  if (effect.type === 'workflow.transition') return
+  await runWrite(ctx, EFFECT_UNIT, async () => undefined)
 }
 
 /** A database effect was refused: its writes are rolled back with the run's transaction. */
@@ -230,12 +265,6 @@ async function attempt (ctx: ServiceContext, runId: string): Promise<boolean> {
 }
 
 /** The tenant's switches (the license's automation feature): a refusal fails the run with its code. */
-async function gate (ctx: ServiceContext): Promise<{ code: string, message: string } | null> {
-  try {
-    await assertTenantGate(ctx)
-    return null
-  } catch (err) {
-    if (!isAppError(err)) throw err
-    return { code: err.code, message: err.message }
-  }
+function gate (ctx: ServiceContext): Promise<{ code: string, message: string } | null> {
+  return refusalOf(assertTenantGate(ctx))
 }

@@ -1,4 +1,5 @@
 import type { ServiceContext } from '../context.js'
+import { isAppError } from '../errors.js'
 
 /**
  * Checks other modules add without lib/automation importing them (lib/license registers the
@@ -12,4 +13,15 @@ export const automationHooks = {
 
 export async function assertTenantGate (ctx: ServiceContext): Promise<void> {
   for (const check of automationHooks.tenantGate) await check(ctx)
+}
+
+/** A check's refusal (an AppError) as a run's error `{code, message}`, null when it passes; anything else propagates. */
+export async function refusalOf (check: Promise<void>): Promise<{ code: string, message: string } | null> {
+  try {
+    await check
+    return null
+  } catch (err) {
+    if (!isAppError(err)) throw err
+    return { code: err.code, message: err.message }
+  }
 }

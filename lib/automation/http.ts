@@ -28,6 +28,21 @@ export function redactHeaders (headers: Record<string, string>): Record<string, 
   return Object.fromEntries(Object.entries(headers).map(([k, v]) => [k, SECRET_HEADER.test(k) ? '[redacted]' : v]))
 }
 
+// Query parameters that carry credentials by name (`?token=`, `?api_key=`, `?sig=`, `?X-Amz-Signature=`).
+const SECRET_PARAM = /secret|token|passw|key|sig|auth|credential|session/i
+
+/** The URL as a run records it: the password of its user part and credential-named query values redacted. */
+export function redactUrl (raw: string): string {
+  let url: URL
+  try { url = new URL(raw) } catch { return raw }
+  let changed = false
+  if (url.password !== '') { url.password = 'redacted'; changed = true }
+  for (const k of new Set(url.searchParams.keys())) {
+    if (SECRET_PARAM.test(k)) { url.searchParams.set(k, '[redacted]'); changed = true }
+  }
+  return changed ? url.toString() : raw
+}
+
 export interface OutgoingCall { url: string, method: string, headers: Record<string, string>, body: Buffer | null }
 export type CallResult =
   | { kind: 'response', status: number, headers: Record<string, string>, body: string, truncated: boolean, address: string }

@@ -13,6 +13,9 @@ import { assertTenantGate } from './hooks.js'
 // token 401; the tenant's license switches automation off 403 FEATURE_DISABLED (checked once the
 // token names the tenant, as a bearer route checks after authentication); no active or sandbox
 // rule for the slug 404; else 202 {accepted: true, runIds}.
+// A valid token of another rule is judged in the tenant the token names: when that tenant has a
+// live rule with the slug, the token is a bad token for it (401, like any other); when it has
+// none, 404. So a token never reveals another tenant's slugs, and the 404's message stays true.
 
 export type IngressDeps = EngineDeps
 
@@ -33,10 +36,11 @@ export async function acceptWebhook (deps: IngressDeps, slug: string, token: str
   const rule = await sql.ruleForIngress(deps.db, claim.tenantId, claim.ruleId)
   // The same answer for an unknown rule and a wrong secret: a token reveals nothing by its shape.
   if (rule === null || !tokenMatches(token!, rule.token_hash)) unauthorized()
+  const live = rule.status !== 'draft' && rule.live_slug === slug && rule.live_content !== null && rule.live_version !== null
+  // Only a call whose rule is not live with the slug pays this read; the accepted call does not.
+  if (!live && await sql.otherRuleIsLiveWithSlug(deps.db, claim.tenantId, slug, rule.id)) unauthorized()
   await assertTenantGate(engineContext(deps, claim.tenantId, idempotencyKey ?? randomUUID()))
-  if (rule.status === 'draft' || rule.live_slug !== slug || rule.live_content === null || rule.live_version === null) {
-    throw new AppError('NOT_FOUND', `no active or sandbox automation rule has the webhook slug "${slug}"`, { resource: 'automation trigger', id: slug })
-  }
+  if (!live) throw new AppError('NOT_FOUND', `no active or sandbox automation rule has the webhook slug "${slug}"`, { resource: 'automation trigger', id: slug })
   const requestId = idempotencyKey ?? randomUUID()
   const runId = await queueRunAtOnce(deps.db, claim.tenantId, deps.jobs, {
     ruleId: rule.id, ruleVersion: rule.live_version!, key: `webhook:${requestId}`, depth: 0, input: payload,

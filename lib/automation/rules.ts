@@ -6,6 +6,7 @@ import { page, type Page } from '../schemas.js'
 import * as access from '../access/index.js'
 import { runWrite, type Change } from '../pipeline.js'
 import * as counters from '../counters/index.js'
+import * as objectTypes from '../object-types/index.js'
 import { AUTOMATION_SCHEDULE_SYNC } from '../../jobs/contracts.js'
 import * as schema from './schema.js'
 import * as sql from './sql.js'
@@ -45,6 +46,11 @@ function missingSecrets (tenantId: string, ruleId: string, c: RuleContent, have:
   }
 }
 
+/** An object.event trigger's typeId names a type of this tenant (inside the write: a refusal writes nothing). */
+async function checkReferences (tx: Tx, tenantId: string, c: RuleContent): Promise<void> {
+  if (c.trigger.type === 'object.event' && c.trigger.typeId !== undefined) await objectTypes.assertTypeInTenant(tx, tenantId, c.trigger.typeId, 'trigger.typeId')
+}
+
 /** Asks the worker to bring the rule's pg-boss schedule in line (inside the write's transaction). */
 async function syncSchedule (ctx: ServiceContext, tx: Tx, ruleId: string, ...contents: Array<RuleContent | null>): Promise<void> {
   if (!contents.some(c => c?.trigger.type === 'schedule') || ctx.jobs === null) return
@@ -55,6 +61,7 @@ export async function createRule (ctx: ServiceContext, body: unknown): Promise<R
   const content = parse<RuleContent>(schema.CreateRuleBody, body)
   checkRuleContent(content)
   return runWrite(ctx, { resource: 'automationRules', action: 'write', limit: 'automation_rule_count' }, async w => {
+    await checkReferences(w.tx, ctx.tenantId, content)
     const row = await sql.insertRule(w.tx, ctx.tenantId, { slug: slugOf(content), token_hash: null, signing_secret: null })
     const secrets = missingSecrets(ctx.tenantId, row.id, content, row)
     if (Object.keys(secrets.row).length > 0) await sql.updateRule(w.tx, ctx.tenantId, row.id, secrets.row)
@@ -85,6 +92,7 @@ export async function patchRule (ctx: ServiceContext, id: string, body: unknown)
     const content = { ...r.latest_content, ...input } as RuleContent
     for (const k of ['description', 'match', 'condition'] as const) if (content[k] === null) delete content[k]
     checkRuleContent(content)
+    await checkReferences(w.tx, ctx.tenantId, content)
     let version = r.latest_version
     if (r.latest_status === 'draft') await sql.updateVersionContent(w.tx, ctx.tenantId, id, version, content)
     else await sql.insertVersion(w.tx, ctx.tenantId, id, ++version, content, ctx.actor.sub)

@@ -20,8 +20,8 @@ const Trigger = {
     type: { type: 'string', enum: [...TRIGGER_TYPES] },
     slug: { type: 'string', pattern: SLUG_PATTERN, description: 'webhook: the {slug} of POST /v1/automation/triggers/{slug}; unique per tenant' },
     events: { type: 'array', minItems: 1, uniqueItems: true, items: { type: 'string', enum: [...TRIGGER_EVENTS] } },
-    typeId: { ...Uuid, description: 'object.event: only objects of this type' },
-    cron: { type: 'string', minLength: 9, maxLength: 200, description: 'schedule: 5 fields (or 6 with seconds first)', example: '*/5 * * * *' },
+    typeId: { ...Uuid, description: 'object.event: only objects of this type (a type of this tenant, not deleted, else 400 on trigger.typeId)' },
+    cron: { type: 'string', minLength: 9, maxLength: 200, description: 'schedule: 5 fields (minute hour day month weekday); a schedule fires at most once a minute, so a 6-field cron with seconds is refused (400)', example: '*/5 * * * *' },
     timezone: { type: 'string', minLength: 1, maxLength: 64, description: 'schedule: IANA zone, default UTC', example: 'Europe/Berlin' }
   }
 } as const

@@ -295,6 +295,16 @@ export async function ruleForIngress (db: Queryable, tenantId: string, ruleId: s
 }
 
 /**
+ * Whether a rule of the tenant other than `ruleId` is live (sandbox or active) with this webhook
+ * slug: the ingress asks only when the token's own rule is not (index automation_rules_tenant_live_slug).
+ */
+export async function otherRuleIsLiveWithSlug (db: Queryable, tenantId: string, slug: string, ruleId: string): Promise<boolean> {
+  const r = await db.raw(`SELECT 1 FROM automation_rules
+    WHERE tenant_id = ? AND live_slug = ? AND deleted_at IS NULL AND id <> ? AND status <> 'draft' AND live_version IS NOT NULL`, [tenantId, slug, ruleId])
+  return r.rows.length > 0
+}
+
+/**
  * +1 execution for the rule of each row of `from`, on the slot row of the database connection
  * (its backend pid modulo STAT_SLOTS, migration 202611240500), so concurrent runs of one rule do
  * not wait for each other's COMMIT on one row: a connection runs one transaction at a time, and

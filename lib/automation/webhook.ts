@@ -1,5 +1,6 @@
 import type { ServiceContext } from '../context.js'
-import { withTransaction } from '../db.js'
+import { withTransaction, type Tx } from '../db.js'
+import { assertMayWrite, type WriteSpec } from '../pipeline.js'
 import { WEBHOOK_DELIVER } from '../../jobs/contracts.js'
 import * as sql from './sql.js'
 import { maxAttempts, type WebhookEffect } from './definition.js'
@@ -7,6 +8,7 @@ import { callOnce, type CallResult } from './http.js'
 import { signBody } from './secrets.js'
 import { ruleContext } from './context.js'
 import { finishRun } from './finish.js'
+import { refusalOf } from './hooks.js'
 
 // One attempt of a webhook effect (a webhook.deliver job). The call happens outside any
 // transaction; its outcome is then recorded on the run under the run's lock, with the next
@@ -31,9 +33,20 @@ function describe (r: CallResult): string {
   return r.kind === 'refused' ? `refused: ${r.reason}` : r.timedOut ? `timed out: ${r.reason}` : `connection failed: ${r.reason}`
 }
 
+/**
+ * An attempt writes nothing until it is recorded, yet it is the effect reaching the outside: it is
+ * refused as a write of the run would be (CONTRACT "Licensing": while expired, automation effects
+ * give LICENSE_EXPIRED), before it is sent, every attempt, so a retry after the license expired
+ * mid-run sends nothing either, and the run fails with the refusal as its error.
+ */
+const ATTEMPT: WriteSpec = { resource: 'automationRules', action: 'execute' }
+
 export async function deliverAttempt (ctx: ServiceContext, runId: string, attempt: number): Promise<void> {
   const run = await sql.runForAttempt(ctx.db, ctx.tenantId, runId)
   if (run === null || run.status !== 'running' || run.attempts >= attempt || run.outgoing === null) return
+  const rctx = await ruleContext(ctx, ctx.db, run.rule_id, run.actor_roles ?? [])
+  const refused = await refusalOf(assertMayWrite(rctx, ATTEMPT))
+  if (refused !== null) return underLock(rctx, runId, attempt, (lctx, locked) => finishRun(lctx, locked, { status: 'failed', error: refused }))
   const effect = run.content?.effect as WebhookEffect | undefined
   const body = run.outgoing.body === null ? null : Buffer.from(run.outgoing.body)
   const headers: Record<string, string> = {
@@ -56,17 +69,23 @@ export async function deliverAttempt (ctx: ServiceContext, runId: string, attemp
     ...(verdict === 'retry' && attempt < max ? { nextAttemptInSeconds: backoffSeconds(attempt) } : {})
   }
   const response = result.kind === 'response' ? { status: result.status, headers: result.headers, body: result.body, truncated: result.truncated } : null
-  await withTransaction(ctx.db, async tx => {
-    const locked = await sql.lockRun(tx, ctx.tenantId, runId)
-    if (locked === null || locked.status !== 'running' || locked.attempts >= attempt) return
+  await underLock(rctx, runId, attempt, async (lctx, locked, tx) => {
     const patch = { attempts: attempt, attempt_log: [...locked.attempt_log, entry], response }
-    const rctx = await ruleContext({ ...ctx, db: tx, causation: { depth: locked.depth + 1, ruleId: locked.rule_id, runId } }, ctx.db, locked.rule_id, run.actor_roles ?? [])
-    if (verdict === 'ok') return finishRun(rctx, locked, { ...patch, status: 'succeeded' })
+    if (verdict === 'ok') return finishRun(lctx, locked, { ...patch, status: 'succeeded' })
     if (verdict === 'retry' && attempt < max) {
       await ctx.jobs!.send(WEBHOOK_DELIVER.name, { tenantId: ctx.tenantId, runId, attempt: attempt + 1 }, { db: tx, startAfterSeconds: backoffSeconds(attempt), singletonKey: `${runId}:${attempt + 1}` })
       return sql.updateRun(tx, ctx.tenantId, runId, patch)
     }
     const why = verdict === 'retry' ? `gave up after ${attempt} attempt(s): ${entry.detail}` : entry.detail
-    return finishRun(rctx, locked, { ...patch, status: 'failed', error: { code: 'WEBHOOK_FAILED', message: why } })
+    return finishRun(lctx, locked, { ...patch, status: 'failed', error: { code: 'WEBHOOK_FAILED', message: why } })
+  })
+}
+
+/** Records an attempt's outcome under the run's lock, unless another delivery of it got there first. */
+async function underLock (rctx: ServiceContext, runId: string, attempt: number, record: (lctx: ServiceContext, locked: sql.RunRow, tx: Tx) => Promise<void>): Promise<void> {
+  await withTransaction(rctx.db, async tx => {
+    const locked = await sql.lockRun(tx, rctx.tenantId, runId)
+    if (locked === null || locked.status !== 'running' || locked.attempts >= attempt) return
+    await record({ ...rctx, db: tx, causation: { depth: locked.depth + 1, ruleId: locked.rule_id, runId } }, locked, tx)
   })
 }

@@ -9,8 +9,12 @@ export interface GeoFault { path: string, reason: string }
 
 const MAX_COLLECTION_DEPTH = 4
 
+// Positions are 2D: every message asks for [longitude, latitude]. A third number passes this
+// structural check (RFC 7946 allows it), but a stored geometry refuses it (findElevation), and
+// the geometries only compared with stored ones (guards, rules, query filters) are compared in
+// 2D; so no message offers an elevation.
 function position (p: unknown, path: string): GeoFault | null {
-  if (!Array.isArray(p) || p.length < 2 || p.length > 3) return { path, reason: 'must be a position [longitude, latitude] or [longitude, latitude, elevation]' }
+  if (!Array.isArray(p) || p.length < 2 || p.length > 3) return { path, reason: 'must be a position [longitude, latitude]' }
   for (const [i, v] of p.entries()) {
     if (typeof v !== 'number' || !Number.isFinite(v)) return { path: `${path}[${i}]`, reason: 'must be a finite number' }
   }

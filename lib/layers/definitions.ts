@@ -8,6 +8,7 @@ import { page, type Page } from '../schemas.js'
 import * as access from '../access/index.js'
 import { runWrite, type WriteScope } from '../pipeline.js'
 import * as counters from '../counters/index.js'
+import * as objectTypes from '../object-types/index.js'
 import { changedStatement, TenantSettingsCache } from '../settings/index.js'
 import * as schema from './schema.js'
 import * as sql from './sql.js'
@@ -31,6 +32,12 @@ function validateDefinition (def: sql.LayerDefinition | undefined): void {
   assertStorable(def, 'definition')
   layerFilter(def)
   parseFields(def.fields ?? [], i => `definition.fields[${i}]`)
+}
+
+/** The type the filters name is this tenant's (inside the write: a refusal writes nothing). */
+async function checkTypeReference (w: WriteScope, tenantId: string, def: sql.LayerDefinition | undefined): Promise<void> {
+  const typeId = def?.filters?.typeId
+  if (typeId !== undefined) await objectTypes.assertTypeInTenant(w.tx, tenantId, typeId, 'definition.filters.typeId')
 }
 
 const LIVE_DELTA = { created: 1, updated: 0, deleted: -1 } as const
@@ -57,6 +64,7 @@ export async function createLayer (ctx: ServiceContext, body: unknown): Promise<
   assertStorable(input.name, 'name')
   assertStorable(input.description, 'description')
   return runWrite(ctx, { resource: 'layers', action: 'write', limit: 'layer_count' }, async w => {
+    await checkTypeReference(w, ctx.tenantId, input.definition)
     const row = await sql.insertLayer(w.tx, {
       tenant_id: ctx.tenantId, id: randomUUID(), slug: input.slug, name: input.name, description: input.description ?? null,
       definition: input.definition ?? {}, cache_ttl_seconds: input.cacheTtlSeconds ?? null
@@ -97,6 +105,7 @@ export async function patchLayer (ctx: ServiceContext, key: string, body: unknow
   assertStorable(input.description, 'description')
   return runWrite(ctx, { resource: 'layers', action: 'write' }, async w => {
     const current = await findLayer(ctx, key, w.tx, true)
+    await checkTypeReference(w, ctx.tenantId, input.definition)
     const row = await sql.updateLayer(w.tx, ctx.tenantId, current.id, {
       slug: input.slug ?? current.slug,
       name: input.name ?? current.name,

@@ -22,7 +22,7 @@ const Filters = {
   additionalProperties: false,
   description: 'Selection of objects; every key present must hold (AND)',
   properties: {
-    typeId: { ...Uuid, description: 'Objects of this type' },
+    typeId: { ...Uuid, description: 'Objects of this type: a type of this tenant, not deleted (any status), else 400 on definition.filters.typeId' },
     workflowState: { type: 'string', minLength: 1, maxLength: 256 },
     attributes: {
       type: 'object', maxProperties: 50, description: 'attribute name -> value it must equal (string, number or boolean)',

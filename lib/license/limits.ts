@@ -12,7 +12,9 @@ import * as counters from '../counters/index.js'
  * must be recorded the same way by lib/layers (counters.LAYERS) and lib/automation
  * (counters.AUTOMATION_RULES), with `limit: 'layer_count'` / `'automation_rule_count'` on the
  * WriteSpec of their create (and restore). The monthly ones are recorded by this module for every
- * write whose WriteSpec names them, and by `countQueryRun` for query runs.
+ * write whose WriteSpec names them (workflow_run_count: a transition, lib/workflows, and every
+ * other applied automation effect, lib/automation execute.ts `countEffect`), and by
+ * `countQueryRun` for query runs.
  */
 export interface LimitDef {
   counter: string

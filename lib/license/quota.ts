@@ -23,23 +23,25 @@ export async function checkQuota (ctx: ServiceContext, tx: Tx, limitCode: string
   if (seen.total + (seen.maxHolders - 1) * (def.maxUnitsPerWrite ?? 1) <= limit) return
   const total = await sql.exclusiveTotal(tx, ctx.tenantId, def.counter, bucket)
   if (total <= limit) return
-  refuse(ctx, limitCode, limit, total - own)
+  refuse(ctx, tx, limitCode, limit, total - own)
 }
 
 /**
- * 403 LICENSE_LIMIT_EXCEEDED, counted, and audited in its own statement, because the write itself
- * rolls back. Not awaited: the audit insert needs a pooled connection, and this transaction holds
- * one (and the counter's exclusive lock) until the throw below rolls it back; with every pooled
- * connection held by writers queued on that lock, waiting here would wait forever.
+ * 403 LICENSE_LIMIT_EXCEEDED, counted, and audited (SPEC 6) as a refusal (lib/audit
+ * recordForContext): `tx` rolls back with the refused write (inside an automation run, the run's
+ * whole transaction), so the event is written on the pool once `tx` has ended, before the caller
+ * sees the 403 or the run's failure; not while `tx` is open, which holds a pooled connection and
+ * the counter's exclusive lock (with every pooled connection held by writers queued on that lock,
+ * waiting for another would wait forever).
  */
-function refuse (ctx: ServiceContext, limitCode: string, limit: number, current: number): never {
+function refuse (ctx: ServiceContext, tx: Tx, limitCode: string, limit: number, current: number): never {
   licenseLimitExceededTotal.inc({ limitCode })
   void audit.recordForContext(ctx, {
     type: 'license.limit_exceeded',
     resourceType: 'license',
     resourceId: limitCode,
     data: { limitCode, limit, current }
-  }).catch(err => ctx.log.error({ err }, 'could not audit a refused write'))
+  }, tx).catch(err => ctx.log.error({ err }, 'could not audit a refused write'))
   throw new AppError('LICENSE_LIMIT_EXCEEDED', `the license allows ${limit} for ${limitCode}; the tenant is at ${current}`, { limitCode, limit, current })
 }
 

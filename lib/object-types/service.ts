@@ -1,6 +1,6 @@
 import type { ServiceContext } from '../context.js'
 import { AppError, notFound, validationError } from '../errors.js'
-import { isUuid, type Tx } from '../db.js'
+import { isUuid, type Queryable, type Tx } from '../db.js'
 import { parse } from '../validation.js'
 import { page, type Page } from '../schemas.js'
 import * as access from '../access/index.js'
@@ -51,6 +51,16 @@ async function checkReferences (ctx: ServiceContext, tx: unknown, def: TypeDefin
   if (def.workflowId !== null && !(await references.workflowExists(ctx, tx, def.workflowId))) {
     throw validationError('workflowId', `workflow ${def.workflowId} does not exist in this tenant`)
   }
+}
+
+/**
+ * A reference to a type from another module (a layer's filter, an automation rule's trigger), run
+ * inside the referring write so a refusal writes nothing: 400 naming `field` unless the type is
+ * this tenant's and not deleted. Any status: a layer or rule may be set up before the type is
+ * published (as a workflow guard may name an unpublished rule).
+ */
+export async function assertTypeInTenant (db: Queryable, tenantId: string, id: string, field: string): Promise<void> {
+  if (!(await sql.typeExists(db, tenantId, id))) throw validationError(field, `object type ${id} does not exist in this tenant`)
 }
 
 function mustFind (t: sql.TypeWithLatest | null, id: string): sql.TypeWithLatest {

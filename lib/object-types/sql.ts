@@ -68,6 +68,12 @@ export async function softDeleteType (tx: Tx, tenantId: string, id: string): Pro
   await tx('object_types').where({ tenant_id: tenantId, id }).update({ deleted_at: tx.fn.now(), updated_at: tx.fn.now() })
 }
 
+/** Whether `id` is a type of the tenant that is not deleted (any status), by the primary key. */
+export async function typeExists (db: Queryable, tenantId: string, id: string): Promise<boolean> {
+  const r = await db.raw('SELECT 1 FROM object_types WHERE id = ? AND tenant_id = ? AND deleted_at IS NULL', [id, tenantId])
+  return r.rows.length > 0
+}
+
 export async function countLiveObjects (db: Queryable, tenantId: string, typeId: string): Promise<number> {
   const r = await db.raw('SELECT count(*)::int AS n FROM objects WHERE tenant_id = ? AND type_id = ? AND deleted_at IS NULL', [tenantId, typeId])
   return r.rows[0].n

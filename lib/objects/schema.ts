@@ -3,8 +3,9 @@ import { PagingQuery, SortOrder, Timestamp, Uuid, envelope } from '../schemas.js
 const Geometry = {
   type: 'object',
   nullable: true,
-  description: 'GeoJSON geometry (RFC 7946, WGS84), checked against the type\'s allowed geometry types. Stored in 2D: ' +
-    'positions are [longitude, latitude] (an elevation is refused with 400); members other than type, coordinates ' +
+  description: 'GeoJSON geometry (RFC 7946, WGS84), checked against the type\'s allowed geometry types. 2D only: ' +
+    'every position is [longitude, latitude], longitude -180..180 and latitude -90..90, finite numbers; a third coordinate ' +
+    '(an elevation) is refused with 400, as the geometry is stored in 2D; members other than type, coordinates ' +
     '(geometries) and bbox are refused; coordinates are returned with up to 9 decimal places.',
   example: { type: 'Point', coordinates: [13.4, 52.5] }
 } as const

@@ -1,9 +1,12 @@
-import { ACTIONS, RESOURCES } from '../access/index.js'
+import { RESOURCE_ACTIONS } from '../access/index.js'
 
+// Each resource takes only its own actions (CONTRACT: unknown actions give 400), so an action
+// the resource lacks fails here naming its path (`roles.x.objects[0]`), and the OpenAPI
+// document, made from this schema, shows each resource's actions.
 const Grants = {
   type: 'object',
-  description: 'resource -> actions the role may perform',
-  properties: Object.fromEntries(RESOURCES.map(r => [r, { type: 'array', items: { type: 'string', enum: [...ACTIONS] }, uniqueItems: true }])),
+  description: 'resource -> actions the role may perform (each resource has its own actions)',
+  properties: Object.fromEntries(Object.entries(RESOURCE_ACTIONS).map(([r, actions]) => [r, { type: 'array', items: { type: 'string', enum: [...actions] }, uniqueItems: true }])),
   additionalProperties: false
 }
 

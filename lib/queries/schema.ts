@@ -13,7 +13,7 @@ export const Filter = {
   description: 'A leaf {field, operator, value[, distanceMeters]} or a combination {operator: and|or|not, filters}. ' +
     'Comparison operators (short forms): equals (eq), notEquals (ne), in, notIn, greaterThan (gt), greaterThanOrEqual (gte), ' +
     'lessThan (lt), lessThanOrEqual (lte), contains, startsWith, endsWith, exists, notExists, isNull, isNotNull. ' +
-    'On geometry: within, contains, intersects (value: a GeoJSON geometry; planar in lon/lat), dwithin (value: a geometry, ' +
+    'On geometry: within, contains, intersects (value: a GeoJSON geometry, positions [longitude, latitude]; planar in lon/lat, 2D), dwithin (value: a geometry, ' +
     'plus distanceMeters; on the sphere), bbox (value [minX, minY, maxX, maxY]). notEquals, notIn and not are exact ' +
     'complements: an object lacking the attribute matches them. Numbers compare numerically, strings as text, createdAt/updatedAt as times. ' +
     `Bounds: ${LIMITS.nodes} filters in all, nesting ${LIMITS.depth} deep, ${LIMITS.inValues} values in in/notIn, strings of ` +

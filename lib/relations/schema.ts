@@ -81,5 +81,6 @@ export const ObjectRelationsQuery = {
 
 export const METADATA_FILTER_DESCRIPTION = 'Besides the declared parameters, any number (up to ' + MAX_METADATA_FILTERS +
   ') of `metadata.<key>=<value>` parameters filter on metadata: the value at that key (a dotted path reaches nested keys) ' +
-  'must be a JSON scalar whose text equals the parameter (`metadata.priority=2` matches 2 and "2", `metadata.ok=true` matches true). ' +
+  'must be a JSON scalar whose text equals the parameter (`metadata.priority=2` matches 2 and "2", `metadata.ok=true` matches true, ' +
+  '`metadata.note=null` matches null and "null" but not a missing key; objects and arrays never match). ' +
   'All filters combine with AND. Default order: createdAt, then id.'

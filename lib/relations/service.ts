@@ -185,3 +185,11 @@ export async function relationsOfObjects (ctx: ServiceContext, objectIds: readon
 export function otherEnd (relation: RelationDto, objectId: string): string {
   return relation.fromObjectId === objectId ? relation.toObjectId : relation.fromObjectId
 }
+
+/**
+ * The objects `relations` link `objectId` to, each once (two links, of two types or in both
+ * directions, make one related object), in the order of its first link.
+ */
+export function otherEnds (relations: readonly RelationDto[], objectId: string): string[] {
+  return [...new Set(relations.map(r => otherEnd(r, objectId)))]
+}

@@ -101,9 +101,12 @@ function whereClause (tenantId: string, f: ListFilter): { sql: string, params: B
     else add('(r.from_object_id = ? OR r.to_object_id = ?)', f.objectId, f.objectId)
   }
   if (f.relationType !== undefined) add('r.relation_type = ?', f.relationType)
-  // "matches the JSON scalar's text" (CONTRACT "Relations"): objects and arrays never match.
+  // "matches the JSON scalar's text" (CONTRACT "Relations"): objects and arrays never match, nor
+  // does a missing key (jsonb_typeof is NULL there). The text of JSON null is `null`, but #>>
+  // gives SQL NULL for it, hence the coalesce (which only a JSON null reaches). A filter on the
+  // row like the others: no index of its own, the plan keeps the tenant's.
   for (const m of f.metadata) {
-    add("(jsonb_typeof(r.metadata #> ?::text[]) NOT IN ('object', 'array') AND r.metadata #>> ?::text[] = ?)", m.path, m.path, m.value)
+    add("(jsonb_typeof(r.metadata #> ?::text[]) NOT IN ('object', 'array') AND coalesce(r.metadata #>> ?::text[], 'null') = ?)", m.path, m.path, m.value)
   }
   if (!f.includeDeleted) where.push('r.deleted_at IS NULL')
   return { sql: where.join(' AND '), params }

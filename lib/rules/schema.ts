@@ -19,7 +19,7 @@ export const logicFields = {
 
 export const spatialFields = {
   operator: { type: 'string', enum: [...SPATIAL_OPERATORS], description: "How the object's geometry relates to `geometry` (evaluated by PostGIS)" },
-  geometry: { type: 'object', description: 'GeoJSON geometry (WGS84) the object is compared with', example: { type: 'Polygon', coordinates: [[[13, 52], [14, 52], [14, 53], [13, 53], [13, 52]]] } },
+  geometry: { type: 'object', description: 'GeoJSON geometry (WGS84) the object is compared with. Positions are [longitude, latitude]; the comparison is 2D, as stored geometries are (a third coordinate is ignored)', example: { type: 'Polygon', coordinates: [[[13, 52], [14, 52], [14, 53], [13, 53], [13, 52]]] } },
   distanceMeters: { type: 'number', minimum: 0, maximum: 20100000, description: 'dwithin only (and required there): meters, measured on the sphere' },
   message: conditionMessage
 } as const

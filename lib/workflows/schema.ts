@@ -131,7 +131,7 @@ export const ExplainBody = {
         required: ['targetState', 'allowed', 'guards'],
         properties: {
           targetState: { type: 'string' },
-          allowed: { type: 'boolean', description: 'Every guard passes' },
+          allowed: { type: 'boolean', description: 'The caller could make this transition now: every guard passes and the caller holds objects:transition (false without it, whatever the guards)' },
           guards: { type: 'array', items: GuardResult }
         }
       }

@@ -4,6 +4,7 @@ import { AppError } from '../errors.js'
 import { parse } from '../validation.js'
 import { runWrite } from '../pipeline.js'
 import { workflowTransitionsTotal } from '../metrics.js'
+import * as access from '../access/index.js'
 import * as objects from '../objects/index.js'
 import * as objectTypes from '../object-types/index.js'
 import * as schema from './schema.js'
@@ -38,7 +39,12 @@ function subjectOf (ctx: ServiceContext, object: objects.ObjectDto) {
   return { tenantId: ctx.tenantId, actor: ctx.actor, object, now: new Date() }
 }
 
-/** Every transition from the current state, allowed or not, with each guard's outcome and reason. */
+/**
+ * Every transition from the current state, allowed or not, with each guard's outcome and reason.
+ * `allowed` answers "would this caller's transition succeed now": every guard passes AND the
+ * caller holds objects:transition (without it the transition is a 403 whatever the guards; the
+ * guards are still evaluated and listed, so the caller sees what else stands in the way).
+ */
 export async function explainTransitions (ctx: ServiceContext, id: string): Promise<ExplainResult> {
   const object = await objects.getObject(ctx, id, {})
   const wf = await workflowOf(ctx.db, ctx.tenantId, object.typeId)
@@ -46,12 +52,13 @@ export async function explainTransitions (ctx: ServiceContext, id: string): Prom
   const state = effectiveState(object, wf)
   const moves = transitionsFrom(wf.definition, state)
   const results = await evaluateGuardLists(ctx.db, subjectOf(ctx, object), moves.map(t => t.guards))
+  const mayTransition = access.can(ctx.permissions, 'objects', 'transition')
   return {
     objectId: object.id,
     currentState: state,
     workflowId: wf.id,
     workflowVersion: wf.latest_version,
-    availableTransitions: moves.map((t, i) => ({ targetState: t.targetState, allowed: results[i].every(g => g.evaluated), guards: results[i] }))
+    availableTransitions: moves.map((t, i) => ({ targetState: t.targetState, allowed: mayTransition && results[i].every(g => g.evaluated), guards: results[i] }))
   }
 }
 

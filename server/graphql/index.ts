@@ -98,7 +98,7 @@ export const registerGraphqlRoutes: RouteRegistrar = (router, guards, deps) => {
     ...endpoint, method: 'post', operationId: 'graphql',
     summary: 'Run a GraphQL query or mutation',
     description: `Every operation of the schema at /graphql/schema.gql. ${LIMITS_TEXT} Only JSON bodies are accepted ` +
-      '(Content-Type application/json), so browsers cannot send one cross-site without a preflight. One operation per request (no batching).',
+      '(Content-Type application/json or another +json type), so browsers cannot send one cross-site without a preflight. One operation per request (no batching).',
     body: GraphqlRequestBody,
     responses: { 200: { description: 'the result (errors, if any, in errors[])', schema: GraphqlResponse } },
     example: { summary: 'The first ten objects', body: GraphqlRequestBody.example, status: 200, after: ['createObjects'] }

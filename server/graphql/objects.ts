@@ -35,7 +35,7 @@ export const objectsModule: GraphqlModule = {
       type: ObjectType
       "Relations touching this object (now, even when the object was read asOf); batched across a list"
       relations(direction: RelationDirection = all, relationType: String, includeDeleted: Boolean = false, limit: Int = 100): [Relation!]!
-      "The live objects at the other end of this object's active relations; batched across a list"
+      "The live objects at the other end of this object's active relations, each once however many relations link it (in the order of its first one; limit counts relations); batched across a list"
       relatedObjects(direction: RelationDirection = all, relationType: String, limit: Int = 100): [SpatialObject!]!
     }
 
@@ -115,7 +115,7 @@ export const objectsModule: GraphqlModule = {
         relations: (o: ObjectDto, a: Args, c: GraphqlContext) => c.loaders.relations(perObject(a)).load(o.id),
         relatedObjects: async (o: ObjectDto, a: Args, c: GraphqlContext) => {
           const links = await c.loaders.relations(perObject(a)).load(o.id)
-          const ends = await c.loaders.objects.loadMany(links.map(r => relations.otherEnd(r, o.id)))
+          const ends = await c.loaders.objects.loadMany(relations.otherEnds(links, o.id))
           const failed = ends.find(e => e instanceof Error)
           if (failed !== undefined) throw failed
           return ends.filter(e => e !== null)

@@ -51,6 +51,7 @@ export const workflowsModule: GraphqlModule = {
 
     type AvailableTransition {
       targetState: String!
+      "Every guard passes and the caller holds objects:transition (false without it, whatever the guards)"
       allowed: Boolean!
       guards: [GuardOutcome!]!
     }

@@ -119,7 +119,8 @@ export function buildOpenApi (release: string): object {
     info: {
       title: 'Spatial Object, Workflow and Automation Service',
       version: release,
-      description: 'REST contract v1. Errors use the body {"error":{"code","message","details"}}. Lists use the pagination envelope. Timestamps are ISO 8601 UTC with milliseconds.'
+      description: 'REST contract v1. Errors use the body {"error":{"code","message","details"}}. Lists use the pagination envelope. Timestamps are ISO 8601 UTC with milliseconds. ' +
+        'Request bodies are JSON, sent as application/json or any other +json media type (e.g. application/merge-patch+json for a PATCH), all read alike; another Content-Type gives 400 BAD_REQUEST.'
     },
     servers: [{ url: '/' }],
     tags: [...new Set(declaredRoutes.map(r => r.tag))].sort().map(name => ({ name, ...(TAG_DESCRIPTIONS[name] ? { description: TAG_DESCRIPTIONS[name] } : {}) })),

@@ -154,7 +154,7 @@ export const registerAutomationRoutes: RouteRegistrar = (router, guards, deps) =
   defineRoute(router, guards, {
     method: 'post', path: '/v1/automation/triggers/:slug', operationId: 'triggerAutomationWebhook', tag: 'automation', auth: 'webhook',
     summary: "Incoming webhook: queues a run of the rule with this slug (Authorization: Bearer <the rule's webhookToken>)",
-    description: 'Does nothing but record and enqueue: the run executes on the worker. 403 FEATURE_DISABLED when the tenant\'s license switches automation off (checked after the token). An Idempotency-Key header makes a retried call answer the first call\'s run.',
+    description: 'Does nothing but record and enqueue: the run executes on the worker. 401 for a missing or bad token, including a valid token of another rule when the token\'s tenant has an active or sandbox rule with this slug; 404 when that tenant has no active or sandbox rule with the slug. 403 FEATURE_DISABLED when the tenant\'s license switches automation off (checked after the token). An Idempotency-Key header makes a retried call answer the first call\'s run.',
     pathParams: { slug: { description: 'The webhook trigger slug', schema: { type: 'string', pattern: S.SLUG_PATTERN } } },
     headers: { 'Idempotency-Key': { description: 'Optional: at most 128 of A-Za-z0-9._:-', required: false, schema: { type: 'string' } } },
     body: S.IngressBody,

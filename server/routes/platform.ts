@@ -2,6 +2,7 @@ import type { RouteRegistrar } from '../app.js'
 import { defineRoute } from '../openapi/registry.js'
 import { buildOpenApi } from '../openapi/document.js'
 import { registry } from '../../lib/metrics.js'
+import { STATEMENT_KINDS } from '../../lib/statement-kind.js'
 import { readiness } from '../../lib/health/index.js'
 import type { ServiceContext } from '../../lib/context.js'
 import * as access from '../../lib/access/index.js'
@@ -53,7 +54,8 @@ export const registerPlatformRoutes: RouteRegistrar = (router, guards, deps) => 
   defineRoute(router, guards, {
     method: 'get', path: '/metrics', operationId: 'metrics', tag: 'platform', auth: 'metrics', unlimited: true,
     summary: 'Prometheus metrics (Bearer METRICS_TOKEN when configured)',
-    description: 'Prometheus text format: HTTP, database, workflow and license counters. Open unless METRICS_TOKEN is set; then Authorization: Bearer <METRICS_TOKEN> is required (401 otherwise).',
+    description: 'Prometheus text format: HTTP, database, workflow and license counters. Open unless METRICS_TOKEN is set; then Authorization: Bearer <METRICS_TOKEN> is required (401 otherwise). ' +
+      `database_query_duration_seconds is labelled by the statement's kind, operation = ${STATEMENT_KINDS.join(' | ')} (after a WITH list, the statement it serves).`,
     responses: { 200: { description: 'text exposition format', contentType: 'text/plain', schema: { type: 'string' } } },
     errors: [401],
     example: { summary: 'The metrics (no METRICS_TOKEN configured)', status: 200 }

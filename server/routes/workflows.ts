@@ -96,7 +96,8 @@ export const registerWorkflowRoutes: RouteRegistrar = (router, guards) => {
   defineRoute(router, guards, {
     method: 'get', path: '/v1/objects/:id/workflow/explain-transitions', operationId: 'explainTransitions', tag: 'workflows', auth: 'bearer',
     summary: 'Every transition from the current state, allowed or not, with each guard\'s outcome and reason',
-    description: 'Needs objects:read. Evaluates every guard of every transition from the current state for the caller, without moving the object: evaluated is the guard\'s outcome and reason says why in words.',
+    description: 'Needs objects:read. Evaluates every guard of every transition from the current state for the caller, without moving the object: evaluated is the guard\'s outcome and reason says why in words. ' +
+      'allowed is true when the caller could make the transition now: every guard passes and the caller holds objects:transition. A caller without objects:transition (a viewer) sees every transition with allowed false, its guards still evaluated and listed.',
     pathParams: idParam,
     responses: { 200: { description: 'the explanation', schema: S.ExplainBody } }, errors: [404],
     example: { summary: 'What the caller may do with the pole next', params: { id: '{objectId}' }, status: 200 }

@@ -1,6 +1,6 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
-import { startServer, newTenant, type TestServer, type Client } from '../support/harness.js'
+import { startServer, newTenant, publishedType, type TestServer, type Client } from '../support/harness.js'
 import { inDays, newIssuer, type Issuer } from '../support/license.js'
 
 // The automation API without workers: rules, versions, validation, ingress answers, isolation.
@@ -34,6 +34,7 @@ describe('/v1/automation', () => {
       ['a webhook trigger without slug', { name: 'x', trigger: { type: 'webhook' }, effect: { type: 'webhook', url: 'https://x.invalid' } }, 'trigger.slug'],
       ['a field of another trigger type', { name: 'x', trigger: { type: 'webhook', slug: 'v3', cron: '* * * * *' }, effect: { type: 'webhook', url: 'https://x.invalid' } }, 'trigger.cron'],
       ['a bad cron', { name: 'x', trigger: { type: 'schedule', cron: '61 * * * *' }, effect: { type: 'webhook', url: 'https://x.invalid' } }, 'trigger.cron'],
+      ['a cron with seconds (a schedule fires at most once a minute)', { name: 'x', trigger: { type: 'schedule', cron: '*/5 * * * * *' }, effect: { type: 'webhook', url: 'https://x.invalid' } }, 'trigger.cron'],
       ['an unknown time zone', { name: 'x', trigger: { type: 'schedule', cron: '* * * * *', timezone: 'Mars/Olympus' }, effect: { type: 'webhook', url: 'https://x.invalid' } }, 'trigger.timezone'],
       ['a bad match path', webhookRule('v6', { match: [{ type: 'attribute', path: '$.a', operator: 'exists' }, { type: 'attribute', path: 'a..b', operator: 'equals', value: 1 }] }), 'match[1].path'],
       ['an unknown JsonLogic operator', webhookRule('v7', { condition: { and: [{ eval: 'x' }] } }), 'condition.and[0].eval'],
@@ -54,6 +55,41 @@ describe('/v1/automation', () => {
       const list = await owner.get('/v1/automation/rules')
       assert.equal(list.body.items.filter((r: { name: string }) => r.name === 'x').length, 0)
     })
+  })
+
+  it('a cron with seconds is refused saying a schedule fires at most once a minute', async () => {
+    const r = await owner.post('/v1/automation/rules', { name: 'x', trigger: { type: 'schedule', cron: '0 * * * * *' }, effect: { type: 'webhook', url: 'https://x.invalid' } })
+    assert.equal(r.status, 400, r.text)
+    assert.deepEqual([r.body.error.code, r.body.error.details.field], ['VALIDATION_ERROR', 'trigger.cron'])
+    assert.match(r.body.error.message, /at most once a minute/)
+    const five = await create({ name: 'Every minute', trigger: { type: 'schedule', cron: '* * * * *' }, effect: { type: 'webhook', url: 'https://x.invalid' } })
+    const p = await owner.patch(`/v1/automation/rules/${five.id}`, { trigger: { type: 'schedule', cron: '*/5 * * * * *' } })
+    assert.equal(p.status, 400, p.text)
+    assert.equal(p.body.error.details.field, 'trigger.cron')
+  })
+
+  it('an object.event trigger.typeId must name a live type of this tenant (400, nothing written)', async () => {
+    const stranger = s.as(newTenant('auto-api'), ['owner'])
+    const theirs = await publishedType(stranger)
+    const gone = await publishedType(owner)
+    assert.equal((await owner.delete(`/v1/object-types/${gone}`)).status, 204)
+    const rule = (typeId: string) => ({ name: 'typed', trigger: { type: 'object.event', events: ['object.created'], typeId }, effect: { type: 'webhook', url: 'https://x.invalid' } })
+    const count = async () => (await s.db('automation_rules').where({ tenant_id: tenant }).count({ n: '*' }))[0].n
+    const before = await count()
+    for (const [what, typeId] of [['unknown', '00000000-0000-4000-8000-000000000000'], ["another tenant's", theirs], ['deleted', gone]]) {
+      const r = await owner.post('/v1/automation/rules', rule(typeId))
+      assert.equal(r.status, 400, `${what}: ${r.text}`)
+      assert.deepEqual([r.body.error.code, r.body.error.details.field], ['VALIDATION_ERROR', 'trigger.typeId'], r.text)
+      assert.match(r.body.error.message, /does not exist in this tenant/)
+    }
+    assert.equal(await count(), before, 'nothing written')
+    const mine = await publishedType(owner)
+    const ok = await create(rule(mine))
+    const read = (await owner.get(`/v1/automation/rules/${ok.id}`)).body
+    const p = await owner.patch(`/v1/automation/rules/${ok.id}`, { trigger: { type: 'object.event', events: ['object.created'], typeId: theirs } })
+    assert.equal(p.status, 400, p.text)
+    assert.equal(p.body.error.details.field, 'trigger.typeId')
+    assert.deepEqual((await owner.get(`/v1/automation/rules/${ok.id}`)).body, read, 'the PATCH changed nothing')
   })
 
   it('creates a draft, shows the token and signing secret once, and lists and reads it', async () => {
@@ -91,16 +127,24 @@ describe('/v1/automation', () => {
     assert.equal(reg.body.versions[1].definition.name, 'Hook v2')
   })
 
-  it('ingress: 401 for a wrong or missing token, 404 for an unknown slug or a draft rule, 202 with runIds', async () => {
+  it('ingress: 401 for a wrong or missing token or one of another rule, 404 for an unknown slug or a draft rule, 202 with runIds', async () => {
     const r = await create(webhookRule('ingress'))
     const other = await create(webhookRule('ingress-other'))
     assert.equal((await s.request('POST', '/v1/automation/triggers/ingress', { token: r.webhookToken, body: {} })).status, 404, 'a draft rule')
     await owner.post(`/v1/automation/rules/${r.id}/publish`, { to: 'sandbox' })
     assert.equal((await s.request('POST', '/v1/automation/triggers/ingress', { body: {} })).status, 401)
-    assert.equal((await s.request('POST', '/v1/automation/triggers/ingress', { token: r.webhookToken.slice(0, -2) + 'xx', body: {} })).status, 401)
+    const wrong = await s.request('POST', '/v1/automation/triggers/ingress', { token: r.webhookToken.slice(0, -2) + 'xx', body: {} })
+    assert.equal(wrong.status, 401)
     assert.equal((await s.request('POST', '/v1/automation/triggers/ingress', { token: 'garbage', body: {} })).status, 401)
     assert.equal((await s.request('POST', '/v1/automation/triggers/nope', { token: r.webhookToken, body: {} })).status, 404, 'an unknown slug')
-    assert.equal((await s.request('POST', '/v1/automation/triggers/ingress', { token: other.webhookToken, body: {} })).status, 404, "another rule's token names that rule")
+    // A valid token of another rule, judged in the tenant the token names: that tenant has a live
+    // rule with the slug, so it is a bad token for it (401, the same body as a wrong token) ...
+    const foreign = await s.request('POST', '/v1/automation/triggers/ingress', { token: other.webhookToken, body: {} })
+    assert.equal(foreign.status, 401, "another rule's token, on a slug its tenant has live")
+    assert.deepEqual(foreign.body, wrong.body)
+    // ... and where the tenant has no live rule with the slug (unknown, or only a draft's), 404.
+    assert.equal((await s.request('POST', '/v1/automation/triggers/nope', { token: other.webhookToken, body: {} })).status, 404, 'a draft rule\'s token on an unknown slug')
+    assert.equal((await s.request('POST', '/v1/automation/triggers/ingress-other', { token: r.webhookToken, body: {} })).status, 404, "a live rule's token on a slug only a draft has")
     const ok = await s.request('POST', '/v1/automation/triggers/ingress', { token: r.webhookToken, body: { a: 1 }, headers: { 'Idempotency-Key': 'delivery-42' } })
     assert.equal(ok.status, 202, ok.text)
     const again = await s.request('POST', '/v1/automation/triggers/ingress', { token: r.webhookToken, body: { a: 1 }, headers: { 'Idempotency-Key': 'delivery-42' } })
@@ -152,6 +196,13 @@ describe('/v1/automation', () => {
     const i = await s.request('POST', '/v1/automation/triggers/mine', { token: theirs.webhookToken, body: {} })
     assert.equal(i.status, 202)
     assert.equal((await owner.get(`/v1/automation/rules/${r.id}/runs`)).body.pagination.total, 1, "the other tenant's call ran the other tenant's rule")
+    // A valid token of this tenant on a slug only the other tenant has live: 404, as for any slug
+    // this tenant lacks (a token never reveals another tenant's slugs).
+    const only = (await stranger.post('/v1/automation/rules', webhookRule('theirs-only'))).body
+    await stranger.post(`/v1/automation/rules/${only.id}/publish`)
+    const probe = await s.request('POST', '/v1/automation/triggers/theirs-only', { token: r.webhookToken, body: {} })
+    assert.equal(probe.status, 404, probe.text)
+    assert.equal(probe.body.error.code, 'NOT_FOUND')
   })
 
   it('permissions: operators read, viewers see nothing, flush needs automationRules:execute', async () => {

@@ -201,6 +201,26 @@ describe('POST /v1/graphql: relations and the query DSL', () => {
     assert.equal(restored.restoreRelation.deletedAt, null)
   })
 
+  it('relatedObjects lists an object linked by several relations once, in the order of its first link', async () => {
+    const mk = async () => (await session.owner.post('/v1/objects', { typeId: session.typeId, attributes: { height: 2 } })).body.id as string
+    const [x, y, z] = [await mk(), await mk(), await mk()]
+    const link = async (from: string, to: string, relationType: string) =>
+      assert.equal((await session.owner.post('/v1/relations', { fromObjectId: from, toObjectId: to, relationType })).status, 201)
+    await link(x, y, 'feeds')
+    await link(x, z, 'feeds')
+    await link(y, x, 'returns')
+    await link(x, y, 'backup')
+    const d = await ok(session.owner, `query ($x: ID!) {
+      object(id: $x) { all: relatedObjects { id } out: relatedObjects(direction: outgoing) { id } relations { id } }
+      objects(limit: 50) { id relatedObjects { id } }
+    }`, { x })
+    assert.equal(d.object.relations.length, 4)
+    assert.deepEqual(d.object.all, [{ id: y }, { id: z }])
+    assert.deepEqual(d.object.out, [{ id: y }, { id: z }])
+    const listed = d.objects.find((o: { id: string }) => o.id === y)
+    assert.deepEqual(listed.relatedObjects, [{ id: x }], 'a batched page answers the same')
+  })
+
   it('queryObjects takes the DSL as input and answers what POST /v1/queries/objects/run answers', async () => {
     const query = {
       filters: [

@@ -64,6 +64,32 @@ describe('layer definitions', () => {
     }
   })
 
+  it('answers 400 on definition.filters.typeId unless it names a live type of this tenant, and writes nothing', async () => {
+    const stranger = ctx.s.as(newTenant('lyr'), ['owner'])
+    const theirs = await publishedType(stranger)
+    const gone = await publishedType(ctx.owner)
+    assert.equal((await ctx.owner.delete(`/v1/object-types/${gone}`)).status, 204)
+    const draft = await ctx.owner.post('/v1/object-types', { key: 'draft_only', name: 'Draft only' })
+    assert.equal(draft.status, 201, draft.text)
+    const before = await ctx.s.db('layers').where({ tenant_id: ctx.tenant }).count({ n: '*' })
+    for (const [what, typeId] of [['unknown', '00000000-0000-4000-8000-000000000000'], ["another tenant's", theirs], ['deleted', gone]]) {
+      const r = await ctx.owner.post('/v1/layers/definitions', { name: 'x', slug: 'typed', definition: { filters: { typeId } } })
+      assert.equal(r.status, 400, `${what}: ${r.text}`)
+      assert.equal(r.body.error.code, 'VALIDATION_ERROR')
+      assert.equal(r.body.error.details.field, 'definition.filters.typeId', r.text)
+      assert.match(r.body.error.message, /does not exist in this tenant/)
+    }
+    assert.deepEqual(await ctx.s.db('layers').where({ tenant_id: ctx.tenant }).count({ n: '*' }), before, 'nothing written')
+    const l = await ctx.owner.post('/v1/layers/definitions', { name: 'x', slug: 'typed', definition: { filters: { typeId: ctx.typeId } } })
+    assert.equal(l.status, 201, l.text)
+    const p = await ctx.owner.patch('/v1/layers/definitions/typed', { definition: { filters: { typeId: theirs } } })
+    assert.equal(p.status, 400, p.text)
+    assert.equal(p.body.error.details.field, 'definition.filters.typeId')
+    assert.deepEqual((await ctx.owner.get('/v1/layers/definitions/typed')).body, l.body, 'the PATCH changed nothing')
+    const d = await ctx.owner.patch('/v1/layers/definitions/typed', { definition: { filters: { typeId: draft.body.id } } })
+    assert.equal(d.status, 200, `a type not yet published is this tenant's: ${d.text}`)
+  })
+
   it('needs layers:write to define and objects:read to export', async () => {
     const viewer = ctx.s.as(ctx.tenant, ['viewer'])
     assert.equal((await viewer.post('/v1/layers/definitions', { name: 'v', slug: 'v' })).status, 403)

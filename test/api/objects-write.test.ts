@@ -81,6 +81,22 @@ describe('PATCH /v1/objects/:id', () => {
     assert.deepEqual((await ctx.owner.get(`/v1/objects/${o.id}`)).body.attributes, res.body.attributes)
   })
 
+  it('reads a body sent as application/merge-patch+json, or any other +json type, as it reads application/json', async () => {
+    const o = await make({ name: 'n', height: 4 })
+    const merge = { 'If-Match': '1', 'Content-Type': 'application/merge-patch+json' }
+    const res = await ctx.owner.patch(`/v1/objects/${o.id}`, { attributes: { height: null, colour: 'red' } }, merge)
+    assert.equal(res.status, 200, res.text)
+    assert.deepEqual(res.body.attributes, { name: 'n', colour: 'red' })
+    const vendor = await ctx.owner.patch(`/v1/objects/${o.id}`, { attributes: { name: 'v' } }, { 'If-Match': '2', 'Content-Type': 'application/vnd.example+json; charset=utf-8' })
+    assert.equal(vendor.status, 200, vendor.text)
+    assert.equal(vendor.body.version, 3)
+    // The same checks as application/json: malformed JSON and a body that is not an object.
+    const malformed = await ctx.s.request('PATCH', `/v1/objects/${o.id}`, { token: ctx.owner.token, raw: '{"attributes": ', headers: { ...merge, 'If-Match': '3' } })
+    assert.equal(malformed.status, 400, malformed.text)
+    assert.equal(errorOf(malformed).code, 'BAD_REQUEST')
+    await refused(o.id, ['attributes'], { ...merge, 'If-Match': '3' }, 400, 'VALIDATION_ERROR')
+  })
+
   it('keeps the geometry when it is omitted, replaces it when given, clears it with null', async () => {
     const o = await make({ name: 'g' }, ctx.typeId, point(1, 1))
     const kept = await ctx.owner.patch(`/v1/objects/${o.id}`, { attributes: { height: 2 } }, { 'If-Match': '1' })

@@ -137,6 +137,15 @@ describe('POST /v1/objects', () => {
     await rejected({ typeId: ctx.typeId, geometry: { type: 'Point', coordinates: [1, 2, 30] } }, 'geometry.coordinates')
   })
 
+  it('asks for a 2D position [longitude, latitude] only, never offering an elevation', async () => {
+    const elevation = await rejected({ typeId: ctx.typeId, geometry: { type: 'Point', coordinates: [1, 2, 30] } }, 'geometry.coordinates')
+    for (const coordinates of [[], [1], [1, 2, 3, 4]]) {
+      const e = await rejected({ typeId: ctx.typeId, geometry: { type: 'Point', coordinates } }, 'geometry.coordinates')
+      assert.match(e.details.reason, /\[longitude, latitude\]/, JSON.stringify(coordinates))
+      assert.doesNotMatch(e.details.reason, /elevation/, `${JSON.stringify(coordinates)}: ${e.details.reason} contradicts "${elevation.details.reason}"`)
+    }
+  })
+
   it('refuses a geometry type the object type does not allow', async () => {
     const e = await rejected({ typeId: ctx.typeId, geometry: { type: 'LineString', coordinates: [[0, 0], [1, 1]] } }, 'geometry.type')
     assert.match(e.details.reason, /Point, Polygon/)

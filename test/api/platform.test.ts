@@ -8,6 +8,7 @@ import { startServer, newTenant, publishedType, testConfig, token, type TestServ
 import { TEST_DATABASE_URL } from '../support/env.js'
 import { createLogger } from '../../lib/log.js'
 import { createDb } from '../../lib/db.js'
+import { STATEMENT_KINDS } from '../../lib/statement-kind.js'
 import { recordRelease, packageVersion } from '../../lib/release/index.js'
 import { migrateLatest } from '../../db/knex.js'
 
@@ -168,6 +169,30 @@ describe('GET /metrics', () => {
       for (const name of ['http_request_duration_seconds', 'database_query_duration_seconds']) {
         assert.match(text, new RegExp(`^# TYPE ${name} histogram$`, 'm'))
       }
+    } finally {
+      await s.close()
+    }
+  })
+
+  it('labels database_query_duration_seconds with a small fixed set of statement kinds, whatever the statements', async () => {
+    const s = await startServer()
+    try {
+      const c = s.as(newTenant('met'), ['owner'])
+      const typeId = await publishedType(c)
+      const [a, b] = [await c.post('/v1/objects', { typeId, attributes: {} }), await c.post('/v1/objects', { typeId, attributes: {} })]
+      assert.equal((await c.post('/v1/objects/batch', { items: [{ typeId, attributes: { n: 1 } }, { typeId, attributes: { n: 2 } }] })).status, 201)
+      assert.equal((await c.patch(`/v1/objects/${a.body.id}`, { attributes: { n: 1 } }, { 'If-Match': '1' })).status, 200)
+      const rel = await c.post('/v1/relations', { fromObjectId: a.body.id, toObjectId: b.body.id, relationType: 'feeds', metadata: { k: 1 } })
+      assert.equal(rel.status, 201, rel.text)
+      assert.equal((await c.get('/v1/relations?metadata.k=1')).status, 200)
+      assert.equal((await c.post('/v1/queries/objects/run', { graph: { objectIds: [a.body.id], maxDepth: 2 } })).status, 200)
+      assert.equal((await c.delete(`/v1/objects/${b.body.id}`)).status, 204)
+      assert.equal((await c.put('/v1/permissions/policy', { roles: {} })).status, 200)
+      assert.equal((await c.get(`/v1/objects/${a.body.id}/history`)).status, 200)
+      const text = (await s.request('GET', '/metrics')).text
+      const labels = new Set([...text.matchAll(/^database_query_duration_seconds_count\{operation="([^"]*)"\}/gm)].map(m => m[1]))
+      for (const kind of ['select', 'insert', 'update']) assert.ok(labels.has(kind), `${kind} in ${[...labels].join(', ')}`)
+      for (const label of labels) assert.ok((STATEMENT_KINDS as readonly string[]).includes(label), `operation="${label}" is not a statement kind`)
     } finally {
       await s.close()
     }

@@ -66,6 +66,12 @@ describe('/v1/permissions/policy', () => {
     const cases: Array<[unknown, string]> = [
       [{ roles: { editor: { widgets: ['read'] } } }, 'roles.editor.widgets'],
       [{ roles: { editor: { objects: ['read', 'fly'] } } }, 'roles.editor.objects[1]'],
+      // An action is known per resource (CONTRACT's default-grants table): objects have no publish.
+      [{ roles: { x: { objects: ['publish', 'execute'] } } }, 'roles.x.objects[0]'],
+      [{ roles: { x: { relations: ['read', 'transition'] } } }, 'roles.x.relations[1]'],
+      [{ roles: { x: { auditLogs: ['write'] } } }, 'roles.x.auditLogs[0]'],
+      [{ roles: { x: { policy: ['read', 'publish'] } } }, 'roles.x.policy[1]'],
+      [{ roles: { x: { automationRules: ['read', 'transition'] } } }, 'roles.x.automationRules[1]'],
       [{ roles: { owner: { policy: ['read'] } } }, 'roles.owner.policy'],
       [{ roles: { 'bad role': {} } }, 'roles.bad role'],
       [{}, 'roles']
@@ -73,9 +79,33 @@ describe('/v1/permissions/policy', () => {
     for (const [body, field] of cases) {
       const res = await owner.put('/v1/permissions/policy', body)
       assert.equal(res.status, 400, JSON.stringify(body))
+      assert.equal(res.body.error.code, 'VALIDATION_ERROR', JSON.stringify(body))
       assert.equal(res.body.error.details.field, field)
     }
     assert.equal((await owner.get('/v1/permissions/policy')).body.version, 0, 'nothing changed')
+  })
+
+  it('takes every action a resource has, and documents the actions of each resource in /openapi/v1.json', async () => {
+    const owner = s.as(newTenant('pol'), ['owner'])
+    const every = {
+      objects: ['read', 'write', 'transition'],
+      relations: ['read', 'write'],
+      objectTypes: ['read', 'write', 'publish'],
+      workflows: ['read', 'write', 'publish'],
+      rules: ['read', 'write', 'publish'],
+      layers: ['read', 'write', 'publish'],
+      automationRules: ['read', 'write', 'publish', 'execute'],
+      auditLogs: ['read'],
+      policy: ['read', 'write'],
+      license: ['read', 'write']
+    }
+    const put = await owner.put('/v1/permissions/policy', { roles: { everything: every } })
+    assert.equal(put.status, 200, put.text)
+    assert.deepEqual(put.body.roles.everything, every)
+    const doc = (await s.request('GET', '/openapi/v1.json')).body
+    const grants = doc.paths['/v1/permissions/policy'].put.requestBody.content['application/json'].schema.properties.roles.additionalProperties
+    const documented = Object.fromEntries(Object.entries(grants.properties as Record<string, { items: { enum: string[] } }>).map(([r, p]) => [r, p.items.enum]))
+    assert.deepEqual(documented, every)
   })
 
   it('If-Match that is stale gives 409; only policy:write may PUT; each PUT is audited', async () => {

@@ -140,6 +140,14 @@ describe('relations API', () => {
       assert.deepEqual(events.map(e => e.type), ['relation.created', 'relation.updated'])
     })
 
+    it('reads a PATCH sent as application/merge-patch+json as it reads application/json', async () => {
+      const r = await ctx.owner.post('/v1/relations', { fromObjectId: await obj(), toObjectId: await obj(), relationType: 'mp', metadata: { keep: 1, drop: 2 } })
+      const p = await ctx.owner.patch(`/v1/relations/${r.body.id}`, { metadata: { drop: null, add: 'x' } }, { 'Content-Type': 'application/merge-patch+json' })
+      assert.equal(p.status, 200, p.text)
+      assert.deepEqual(p.body.metadata, { keep: 1, add: 'x' })
+      assert.deepEqual((await ctx.owner.get(`/v1/relations/${r.body.id}`)).body.metadata, { keep: 1, add: 'x' })
+    })
+
     it('answers 409 when a new relationType would duplicate an active link, 400 on an empty patch or a from change', async () => {
       const [a, b] = [await obj(), await obj()]
       await ctx.owner.post('/v1/relations', { fromObjectId: a, toObjectId: b, relationType: 'one' })
@@ -235,6 +243,30 @@ describe('relations API', () => {
       assert.equal((await ctx.owner.get(`/v1/relations?metadata.flag=true&fromObjectId=${hub}`)).body.items[0].id, ids.hx)
       assert.equal((await ctx.owner.get(`/v1/relations?metadata.nested.k=deep`)).body.items[0].id, ids.hx)
       assert.equal((await ctx.owner.get(`/v1/relations?metadata.obj=${encodeURIComponent('{"a":1}')}`)).body.pagination.total, 0)
+    })
+
+    it('matches metadata.<key>=null on a JSON null, whose text is null (also the string "null"), never on a missing key', async () => {
+      const [n, m, k] = [await obj(), await obj(), await obj()]
+      let i = 0
+      const mk = async (to: string, metadata: object) => {
+        const r = await ctx.owner.post('/v1/relations', { fromObjectId: n, toObjectId: to, relationType: `nul${i++}`, metadata })
+        assert.equal(r.status, 201, r.text)
+        return r.body.id as string
+      }
+      const jsonNull = await mk(m, { nul: null, deep: { nul: null } })
+      const text = await mk(m, { nul: 'null' })
+      await mk(m, {})
+      await mk(k, { nul: { inner: null } })
+      await mk(k, { nul: [null] })
+      const zero = await mk(k, { nul: 0, deep: { other: null } })
+      const found = async (q: string) => (await ctx.owner.get(`/v1/relations?fromObjectId=${n}&${q}`)).body.items.map((x: { id: string }) => x.id)
+      assert.deepEqual(await found('metadata.nul=null'), [jsonNull, text])
+      assert.deepEqual(await found('metadata.deep.nul=null'), [jsonNull])
+      assert.deepEqual(await found('metadata.missing=null'), [])
+      assert.deepEqual(await found(`metadata.nul=null&toObjectId=${k}`), [], 'objects and arrays holding null never match')
+      // Other scalars as before.
+      assert.deepEqual(await found('metadata.nul=0'), [zero])
+      assert.deepEqual(await found('metadata.nul=NULL'), [])
     })
 
     it('treats SQL metacharacters in metadata keys and values as data', async () => {

@@ -1,7 +1,7 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
-import { startServer, newTenant, publishedType, type TestServer, type Client } from '../support/harness.js'
+import { startServer, newTenant, publishedType, token, type TestServer, type Client } from '../support/harness.js'
 import { reviewWorkflow } from '../fixtures/workflows.js'
 
 describe('POST /v1/objects/:id/workflow/transitions', () => {
@@ -203,13 +203,36 @@ describe('GET /v1/objects/:id/workflow/explain-transitions', () => {
     assert.equal(res.body.currentState, 'review')
     assert.deepEqual(res.body.availableTransitions, [
       { targetState: 'approved', allowed: false, guards: [{ type: 'permission', requiredRole: 'admin', evaluated: false, reason: 'requires role admin; you have viewer' }] },
-      { targetState: 'draft', allowed: true, guards: [] }
+      { targetState: 'draft', allowed: false, guards: [] }
     ])
     const asOwner = await s.as(tenant, ['owner']).get(`/v1/objects/${o.body.id}/workflow/explain-transitions`)
     assert.deepEqual(asOwner.body.availableTransitions[0].guards[0], {
       type: 'permission', requiredRole: 'admin', evaluated: true, reason: 'you have role owner, which includes admin'
     })
     assert.equal(asOwner.body.availableTransitions[0].allowed, true)
+  })
+
+  it('allows nothing to a caller without objects:transition (a viewer), whatever the guards; an operator may make the unguarded moves', async () => {
+    const o = await admin.post('/v1/objects', { typeId })
+    await admin.post(`/v1/objects/${o.body.id}/workflow/transitions`, { targetState: 'review' })
+    const path = `/v1/objects/${o.body.id}/workflow/explain-transitions`
+    const asViewer = await s.as(tenant, ['viewer']).get(path)
+    assert.equal(asViewer.status, 200, asViewer.text)
+    assert.deepEqual(asViewer.body.availableTransitions.map((t: { targetState: string, allowed: boolean }) => [t.targetState, t.allowed]), [['approved', false], ['draft', false]])
+    const refused = await s.as(tenant, ['viewer']).post(`/v1/objects/${o.body.id}/workflow/transitions`, { targetState: 'draft' })
+    assert.equal(refused.status, 403, 'explain agrees with the transition')
+    assert.equal(refused.body.error.details.required, 'objects:transition')
+    const asOperator = await s.as(tenant, ['operator']).get(path)
+    assert.deepEqual(asOperator.body.availableTransitions, [
+      { targetState: 'approved', allowed: false, guards: [{ type: 'permission', requiredRole: 'admin', evaluated: false, reason: 'requires role admin; you have operator' }] },
+      { targetState: 'draft', allowed: true, guards: [] }
+    ])
+    // A scope without objects:transition narrows the grant away; an admin so scoped passes the guard, still not allowed.
+    const scoped = await s.request('GET', path, { token: token({ tenant, roles: ['admin'], sub: 'scoped', scope: 'objects:read' }) })
+    assert.equal(scoped.status, 200, scoped.text)
+    assert.deepEqual(scoped.body.availableTransitions.map((t: { allowed: boolean, guards: Array<{ evaluated: boolean }> }) => [t.allowed, t.guards.map(g => g.evaluated)]), [[false, [true]], [false, []]])
+    const moved = await s.as(tenant, ['operator']).post(`/v1/objects/${o.body.id}/workflow/transitions`, { targetState: 'draft' })
+    assert.equal(moved.status, 200, moved.text)
   })
 
   it('explains nothing to move to from a final state', async () => {

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict'
 import { createHmac, randomUUID } from 'node:crypto'
 import pg from 'pg'
 import { startServer, newTenant, publishedType, flushAudit, type TestServer, type Client } from '../support/harness.js'
-import { scratchDatabase, startReceiver, startWorker as startWorkerOn, stopAllWorkers, waitUntil, type Receiver, type Reply, type WorkerProcess } from '../support/automation.js'
+import { scratchDatabase, useReceivers, startWorker as startWorkerOn, stopAllWorkers, waitUntil, type WorkerProcess } from '../support/automation.js'
 import { MAX_CAUSATION_DEPTH } from '../../lib/automation/index.js'
 
 // The engine end to end: the real API (ingress and REST), two real worker processes
@@ -22,7 +22,7 @@ function reviewWorkflow () {
 describe('automation engine with worker processes', { timeout: 900_000 }, () => {
   let s: TestServer
   let workers: WorkerProcess[] = []
-  const receivers: Receiver[] = []
+  const receiver = useReceivers()
   let database: Awaited<ReturnType<typeof scratchDatabase>>
   const startWorker = () => startWorkerOn({ DATABASE_URL: database.url, WORKER_METRICS_PORT: '0' })
 
@@ -33,16 +33,9 @@ describe('automation engine with worker processes', { timeout: 900_000 }, () => 
   })
   after(async () => {
     await stopAllWorkers()
-    for (const r of receivers) await r.close()
     await s?.close()
     await database?.drop()
   })
-
-  async function receiver (...replies: Reply[]): Promise<Receiver> {
-    const r = await startReceiver(replies.length > 0 ? replies : undefined)
-    receivers.push(r)
-    return r
-  }
 
   async function setup (): Promise<{ c: Client, typeId: string }> {
     const c = s.as(newTenant('auto'), ['owner'])
@@ -279,7 +272,7 @@ describe('automation engine with worker processes', { timeout: 900_000 }, () => 
   it('a schedule fires once per tick across two workers, and deactivating removes it', async () => {
     const { c } = await setup()
     const r = await receiver()
-    const rule = await activeRule(c, { trigger: { type: 'schedule', cron: '*/5 * * * * *', timezone: 'Europe/Berlin' }, effect: { type: 'webhook', url: r.url, body: { at: '{{payload.scheduledAt}}' } } })
+    const rule = await activeRule(c, { trigger: { type: 'schedule', cron: '* * * * *', timezone: 'Europe/Berlin' }, effect: { type: 'webhook', url: r.url, body: { at: '{{payload.scheduledAt}}' } } })
     const runsOf = async () => (await c.get(`/v1/automation/rules/${rule.id}/runs?limit=1000`)).body.items as Array<Record<string, any>>
     await waitUntil(async () => new Set((await runsOf()).map(x => x.trigger.scheduledAt)).size >= 2, 360_000, 'two ticks')
     const schedules = await s.db.raw("SELECT key FROM pgboss.schedule WHERE name = 'automation.tick' AND key = ?", [rule.id])
@@ -313,6 +306,11 @@ describe('automation engine with worker processes', { timeout: 900_000 }, () => 
     assert.equal(second.error.code, 'FORBIDDEN')
     assert.match(second.error.message, /objects:write/)
     assert.equal((await owner.get(`/v1/objects/${o.id}`)).body.attributes.height, 1, 'the refused effect changed nothing')
+    // The denial is audited as the API's are, although the run's transaction rolled back.
+    const denied = await owner.get('/v1/audit/events?type=permission.denied')
+    assert.equal(denied.status, 200, denied.text)
+    assert.deepEqual(denied.body.items.map((e: { actor: { sub: string }, data: { resource: string, action: string } }) => [e.actor.sub, e.data.resource, e.data.action]),
+      [[`automation:${created.body.id}`, 'objects', 'write']])
   })
 
   it('a worker killed with SIGKILL mid-run: the job is retried and the transition is applied once', async () => {

@@ -5,6 +5,7 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { AddressInfo } from 'node:net'
 import { randomBytes } from 'node:crypto'
+import { after } from 'node:test'
 import { PgBoss } from 'pg-boss'
 import { createDb } from '../../lib/db.js'
 import { recordRelease, packageVersion } from '../../lib/release/index.js'
@@ -140,4 +141,18 @@ export async function startReceiver (replies: Reply[] = [{ status: 200, body: '{
     await new Promise<void>(resolve => server.close(() => resolve()))
   }
   return r
+}
+
+/**
+ * For one describe block: a function that starts a receiver answering `replies` in order (the last
+ * repeats; none: 200 {"ok":true}), each closed by an after hook when the block ends.
+ */
+export function useReceivers (): (...replies: Reply[]) => Promise<Receiver> {
+  const open: Receiver[] = []
+  after(async () => { for (const r of open) await r.close() })
+  return async (...replies) => {
+    const r = await startReceiver(replies.length > 0 ? replies : undefined)
+    open.push(r)
+    return r
+  }
 }

@@ -4,7 +4,7 @@ import { createHmac } from 'node:crypto'
 import { render, renderText, findBadTemplate, TemplateError, type TemplateScope } from '../../lib/automation/templates.js'
 import { evaluateMatch, parsePath } from '../../lib/automation/match.js'
 import { evaluateLogic, checkLogic } from '../../lib/jsonlogic.js'
-import { backoffSeconds, isBlockedAddress, signBody } from '../../lib/automation/index.js'
+import { backoffSeconds, isBlockedAddress, redactUrl, signBody } from '../../lib/automation/index.js'
 
 const scope: TemplateScope = {
   object: { id: 'o1', typeId: 't1', workflowState: 'draft', attributes: { name: 'Mast', height: 12.5, tags: ['a'] } },
@@ -91,5 +91,14 @@ describe('outgoing webhook safety', () => {
   it('signs the exact body bytes with HMAC-SHA256', () => {
     const body = Buffer.from('{"a":1}')
     assert.equal(signBody('whsec_x', body), `sha256=${createHmac('sha256', 'whsec_x').update(body).digest('hex')}`)
+  })
+})
+
+describe('the URL a run records', () => {
+  it('redacts a user password and credential-named query values, and leaves other URLs as they were', () => {
+    assert.equal(redactUrl('https://hooks.example.com/in?token=abc&api_key=def&id=7'), 'https://hooks.example.com/in?token=%5Bredacted%5D&api_key=%5Bredacted%5D&id=7')
+    assert.equal(redactUrl('https://bot:hunter2@hooks.example.com/in'), 'https://bot:redacted@hooks.example.com/in')
+    assert.equal(redactUrl('https://s3.example.com/b/k?X-Amz-Signature=ff&X-Amz-Credential=c&v=1'), 'https://s3.example.com/b/k?X-Amz-Signature=%5Bredacted%5D&X-Amz-Credential=%5Bredacted%5D&v=1')
+    assert.equal(redactUrl('https://hooks.example.com/in?a=b+c&id=7'), 'https://hooks.example.com/in?a=b+c&id=7', 'unchanged, byte for byte')
   })
 })

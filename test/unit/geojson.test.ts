@@ -77,6 +77,18 @@ describe('validateGeometry', () => {
   }
 })
 
+describe('position messages', () => {
+  it('name the 2D form [longitude, latitude] only, as findElevation asks for it', () => {
+    for (const c of [[], [1], [1, 2, 3, 4], 'x', [[1, 2]]]) {
+      const fault = validateGeometry({ type: 'Point', coordinates: c }, 'geometry')
+      assert.match(fault?.reason ?? '', /\[longitude, latitude\]/, JSON.stringify(c))
+      assert.doesNotMatch(fault?.reason ?? '', /elevation/, JSON.stringify(c))
+    }
+    const elevation = findElevation({ type: 'Point', coordinates: [1, 2, 3] }, 'geometry')
+    assert.match(elevation?.reason ?? '', /send \[longitude, latitude\]/)
+  })
+})
+
 describe('findElevation', () => {
   it('finds nothing in 2D geometries', () => {
     for (const [, g] of valid.filter(([n]) => !n.includes('elevation'))) assert.equal(findElevation(g as never, 'geometry'), null)

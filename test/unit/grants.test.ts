@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { ACTIONS, BUILT_IN_ROLES, RESOURCES, can, computePermissions, type Action, type Resource } from '../../lib/access/grants.js'
+import { ACTIONS, BUILT_IN_ROLES, DEFAULT_GRANTS, RESOURCE_ACTIONS, RESOURCES, can, computePermissions, type Action, type Resource } from '../../lib/access/grants.js'
 
 // CONTRACT "Authentication and roles", the default grants table, written out independently of
 // lib/access/grants.ts so a drift in either shows here.
@@ -84,6 +84,22 @@ describe('computePermissions', () => {
     it('an empty scope leaves nothing', () => {
       assert.deepEqual(computePermissions(['owner'], ''), {})
     })
+  })
+})
+
+describe('RESOURCE_ACTIONS', () => {
+  it('gives each resource the actions of its row in the CONTRACT table (owner holds them all)', () => {
+    for (const res of RESOURCES) assert.deepEqual(sorted(RESOURCE_ACTIONS[res]), sorted(TABLE[res].owner), res)
+    assert.deepEqual(sorted(Object.keys(RESOURCE_ACTIONS)), sorted(Object.keys(TABLE)))
+    assert.deepEqual(sorted(ACTIONS), ['execute', 'publish', 'read', 'transition', 'write'])
+  })
+
+  it('holds every built-in grant: no role is granted an action its resource lacks', () => {
+    for (const [role, grants] of Object.entries(DEFAULT_GRANTS)) {
+      for (const [res, actions] of Object.entries(grants) as Array<[Resource, Action[]]>) {
+        for (const a of actions) assert.ok((RESOURCE_ACTIONS[res] as readonly string[]).includes(a), `${role} holds ${res}:${a}`)
+      }
+    }
   })
 })
 
