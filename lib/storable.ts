@@ -48,6 +48,16 @@ export function unstorableValue (v: unknown, path: string, depth = 0): StorableF
   return null
 }
 
+/**
+ * True when `v` holds objects or arrays nested more than MAX_JSON_DEPTH levels (the walk stops
+ * there): for JSON that is not stored but must be bounded before anything recurses through it
+ * (GraphQL variables).
+ */
+export function nestsTooDeep (v: unknown, levels = MAX_JSON_DEPTH): boolean {
+  if (v === null || typeof v !== 'object') return false
+  return levels === 0 || Object.values(v).some(x => nestsTooDeep(x, levels - 1))
+}
+
 /** Throws VALIDATION_ERROR at the first unstorable value below `path`. */
 export function assertStorable (v: unknown, path: string): void {
   const bad = unstorableValue(v, path)

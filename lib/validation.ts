@@ -1,6 +1,7 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv'
 import addFormatsModule from 'ajv-formats'
 import { AppError } from './errors.js'
+import { textFault } from './storable.js'
 
 const addFormats = addFormatsModule as unknown as { default: (ajv: Ajv) => Ajv }
 
@@ -65,10 +66,9 @@ function parameterFault (type: unknown, v: string): string | null {
   if ((type === 'integer' || type === 'number') && !(DECIMAL.test(v) && Number.isFinite(Number(v)))) {
     return `must be ${type === 'integer' ? 'an integer' : 'a number'} in decimal digits`
   }
-  // Parameters are compared with stored text, which never holds a NUL: Postgres refuses one in a
-  // statement, and its refusal could not name the parameter.
-  if (v.includes('\u0000')) return 'must not contain NUL characters (\\u0000)'
-  return null
+  // Parameters are compared with stored text, which holds no NUL (nor a lone surrogate): Postgres
+  // refuses one in a statement, and its refusal could not name the parameter.
+  return textFault(v)
 }
 
 function assertQueryText (schema: object, query: Record<string, unknown>): void {

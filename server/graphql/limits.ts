@@ -2,7 +2,7 @@ import depthLimit from 'graphql-depth-limit'
 import { getComplexity, simpleEstimator, type ComplexityEstimator } from 'graphql-query-complexity'
 import { GraphQLError, type DocumentNode, type ValidationRule } from 'graphql'
 import type { ApolloServerPlugin } from '@apollo/server'
-import { MAX_JSON_DEPTH } from '../../lib/storable.js'
+import { MAX_JSON_DEPTH, nestsTooDeep } from '../../lib/storable.js'
 
 /**
  * Guard rails: one request cannot fetch the world.
@@ -59,12 +59,6 @@ function costOf (schema: Parameters<typeof getComplexity>[0]['schema'], document
   return cost
 }
 
-/** True when `v` holds objects or arrays more than `levels` deep (the walk stops there). */
-function nestsDeeper (v: unknown, levels: number): boolean {
-  if (v === null || typeof v !== 'object') return false
-  return levels === 0 || Object.values(v).some(x => nestsDeeper(x, levels - 1))
-}
-
 export function costLimit (): ApolloServerPlugin {
   return {
     async requestDidStart () {
@@ -73,7 +67,7 @@ export function costLimit (): ApolloServerPlugin {
           // Before anything recurses through the variables (the cost cache's key below is their
           // JSON text): 5,000 levels of nesting overflowed the stack, a 500. Stored JSON has the
           // same bound (lib/storable.ts).
-          if (nestsDeeper(request.variables, MAX_JSON_DEPTH)) {
+          if (nestsTooDeep(request.variables)) {
             throw new GraphQLError(`variables nest deeper than ${MAX_JSON_DEPTH} levels`, {
               extensions: { code: 'BAD_REQUEST', http: { status: 400 }, details: { field: 'variables', reason: `nests deeper than ${MAX_JSON_DEPTH} levels` } }
             })
