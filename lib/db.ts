@@ -386,6 +386,22 @@ export function coalesced<R> (load: (db: Queryable, group: string, keys: string[
   }
 }
 
+// The lengths a coalesced batch's key list is padded to (coalesced's batch is at most 100).
+const KEY_LIST_SIZES = [1, 2, 4, 8, 16, 32, 64, 100]
+
+/**
+ * A coalesced batch's keys as a list of fixed length for a prepared statement: padded with nulls
+ * to the next of a few sizes, so that each size is one text. PostgreSQL keeps a prepared
+ * statement's generic plan only while it costs no more than the custom plans it has seen; a list
+ * whose length the generic plan knows (not one array parameter, costed as ten elements whatever
+ * it holds) costs the same in both, so the plan is made once per connection and size, not on
+ * every call. A null key matches nothing.
+ */
+export function keyList<K> (keys: K[]): { size: number, keys: Array<K | null> } {
+  const size = KEY_LIST_SIZES.find(n => n >= keys.length) ?? keys.length
+  return { size, keys: keys.length === size ? keys : [...keys, ...Array<null>(size - keys.length).fill(null)] }
+}
+
 /** One SQL statement with its bindings, built by a module's sql.ts and run by someone else. */
 export interface Statement { sql: string, bindings: Bindings, name?: string }
 

@@ -61,6 +61,52 @@ describe('lib batch reads (getObjectsByIds, getObjectTypesByIds, relationsOfObje
     assert.equal((await relations.relationsOfObjects(serviceContext(db, newTenant()), [ids[0]], { direction: 'all', includeDeleted: true, limit: 100 })).get(ids[0])?.length, 0)
   })
 
+  it('the shared get keeps one generic plan per connection instead of being planned on every call', async () => {
+    // With the ids in one array parameter, a custom plan for a few ids of a large tenant always
+    // looked cheaper than the generic one (costed for an array of ten), and PostgreSQL planned the
+    // statement again on each call; with a key list of fixed length the two cost the same, and
+    // after its five custom plans a connection keeps the generic one for each length. A tenant of
+    // 20,000 objects, analyzed, is what made the difference show.
+    const big = serviceContext(db, newTenant())
+    const bigType = (await objectTypes.createObjectType(big, { key: 'big', name: 'Big' })).id
+    await objectTypes.publishObjectType(big, bigType, {})
+    const rows = (await db.raw(`
+      INSERT INTO objects (id, tenant_id, type_id, type_version, public_id, attributes, version, valid_from, created_at, updated_at)
+      SELECT gen_random_uuid(), ?, ?, 1, 'B-' || i, '{}', 1, now(), now(), now() FROM generate_series(1, 20000) i RETURNING id`, [big.tenantId, bigType])).rows
+    await db.raw('ANALYZE objects')
+    const some: string[] = rows.slice(0, 4).map((r: { id: string }) => r.id)
+    const one = createDb(TEST_DATABASE_URL, { poolMax: 1 }) // one connection: its prepared statements are the ones read below
+    try {
+      const c = { ...big, db: one }
+      for (let i = 0; i < 12; i++) {
+        const batch = some.slice(0, 3 + (i % 2)) // 3 or 4 ids: one list of length 4
+        const got = await Promise.all(batch.map(id => objects.getObjectJson(c, id, {})))
+        assert.deepEqual(got.map(g => JSON.parse(g.json).id), batch)
+      }
+      const plans = (await one.raw("SELECT name, generic_plans::int AS generic, custom_plans::int AS custom FROM pg_prepared_statements WHERE name LIKE 'objects.get-json-%'")).rows
+      assert.deepEqual(plans.map((p: { name: string }) => p.name), ['objects.get-json-4'])
+      // A tenant-sharded cluster (Citus) plans a distributed statement for its values each time
+      // (and routes it to the tenant's shard); a single server keeps the generic plan.
+      const citus = (await one.raw("SELECT count(*)::int AS n FROM pg_extension WHERE extname = 'citus'")).rows[0].n === 1
+      if (!citus) assert.ok(plans[0].custom <= 5 && plans[0].generic >= 7, JSON.stringify(plans[0]))
+      // Every plan, generic or custom, probes the primary key, also for a tenant the statistics
+      // do not know (estimated at a row): no index that leads with the tenant alone. On Citus the
+      // statement goes to the tenant's one shard (a generic plan is the coordinator's to refuse).
+      for (const mode of citus ? ['force_custom_plan'] : ['force_generic_plan', 'force_custom_plan']) {
+        for (const tenant of [big.tenantId, 'no-such-tenant']) {
+          await one.raw(`SET plan_cache_mode = ${mode}`)
+          const plan = (await one.raw(`EXPLAIN EXECUTE "objects.get-json-4"(${[...some, tenant].map(v => `'${v}'`).join(', ')})`)).rows.map((r: { 'QUERY PLAN': string }) => r['QUERY PLAN']).join('\n')
+          if (citus) assert.match(plan, /Task Count: 1\b/, plan)
+          else assert.match(plan, /Index Scan using objects_pkey/, plan)
+          assert.doesNotMatch(plan, /objects_tenant_/, plan)
+        }
+      }
+      await one.raw('RESET plan_cache_mode')
+    } finally {
+      await one.destroy()
+    }
+  })
+
   it('concurrent gets by id share one statement per tenant, each answered its own object (lib/db coalesced)', async () => {
     const deleted = (await objects.createObject(ctx, { typeId })).id
     await objects.deleteObject(ctx, deleted, null)
@@ -84,7 +130,7 @@ describe('lib batch reads (getObjectsByIds, getObjectTypesByIds, relationsOfObje
     // events on the pool meanwhile, so only the object reads are counted).
     const reads = statements.filter(s => /FROM objects o\b/.test(s))
     assert.equal(reads.length, 2, reads.join('\n'))
-    assert.ok(reads.every(s => s.includes('o.id = ANY(')))
+    assert.ok(reads.every(s => s.includes('o.id = k.id')))
     // In a transaction the read sees the transaction's own writes.
     await db.transaction(async tx => {
       const inTx = (await objects.createObject({ ...ctx, db: tx }, { typeId })).id
