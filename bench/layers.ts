@@ -5,7 +5,7 @@ import { gunzip, gunzipSync } from 'node:zlib'
 import type pg from 'pg'
 import type { Db } from '../lib/db.js'
 import { joinBytes, queryBytes } from '../lib/pg-bytes.js'
-import { compare, row, startFloor, throughput } from './support.js'
+import { compare, leanRequest, row, startFloor, throughput } from './support.js'
 import { TILE_SQL } from './raw-sql.js'
 import { seedCity } from './city.js'
 
@@ -75,9 +75,10 @@ function randomTiles (z: number, count: number): Array<[number, number, number]>
 }
 
 
-// Tiles are fetched by a keep-alive node:http client, as bench/support.ts's `http` (fetch costs
-// the load generator, on the same cores, about twice node:http's CPU per request: a measure of
-// the client, not of the API). BENCH_CLIENT=fetch measures with fetch.
+// Tiles are fetched by the bench's lean keep-alive client (bench/lean-http.ts, as the core paths
+// are), whose CPU per request is about what pg's driver costs the direct side. BENCH_CLIENT=node
+// fetches with node:http's keep-alive agent (the client until 2026-11-27), BENCH_CLIENT=fetch
+// with fetch (about twice node:http's CPU per request).
 const agent = new Agent({ keepAlive: true, maxSockets: 32 })
 
 // How a warm tile is asked for: 'identity' sends no Accept-Encoding (GDAL-like, and the cold
@@ -90,6 +91,15 @@ const BROWSER_ACCEPT_ENCODING = 'gzip, deflate, br, zstd'
 function getBytes (d: LayerBenchDeps, path: string, coding: Coding = 'identity', base = d.baseUrl): Promise<Buffer> {
   const headers: Record<string, string> = base === d.baseUrl ? { Authorization: bearer(d, TENANT) } : {}
   if (coding !== 'identity') headers['Accept-Encoding'] = BROWSER_ACCEPT_ENCODING
+  if (process.env.BENCH_CLIENT === undefined || process.env.BENCH_CLIENT === 'lean') {
+    const lines = Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('')
+    return leanRequest(base, 'GET', path, lines).then(r => {
+      if (r.status !== 200) throw new Error(`${path}: ${r.status}`)
+      // Decoded when gzip came (its magic bytes; a vector tile begins with its layers' tag, 0x1a).
+      if (coding !== 'gzip-decoded' || r.body[0] !== 0x1f || r.body[1] !== 0x8b) return r.body
+      return new Promise<Buffer>((resolve, reject) => gunzip(r.body, (err, out) => err === null ? resolve(out) : reject(err)))
+    })
+  }
   if (process.env.BENCH_CLIENT === 'fetch') {
     // fetch decodes a gzip body itself (and sends its own Accept-Encoding when none is given).
     return fetch(base + path, { headers }).then(async r => {
@@ -211,7 +221,7 @@ export async function benchLayers (d: LayerBenchDeps, log: (line: string) => voi
   await layer(d, 'cold', typeId, 0)
   await layer(d, 'warm', typeId, 3600)
   const out = { push: (...lines: string[]) => { for (const l of lines) log(l) } }
-  out.push(`layers: ${N} points; tiles cold (cache off) at c1, warm at c10 (cache hit); client ${process.env.BENCH_CLIENT === 'fetch' ? 'fetch' : 'node:http keep-alive'}`)
+  out.push(`layers: ${N} points; tiles cold (cache off) at c1, warm at c10 (cache hit); client ${process.env.BENCH_CLIENT ?? 'lean'}`)
   // Beside the direct statement, the HTTP floor (bench/floor-server.ts): the same statement read the
   // same way behind a bare node:http server of its own process (no authentication, no plan, no
   // cache key, no metrics): floor/direct is what one more HTTP hop costs here, ours/floor the share
@@ -234,24 +244,36 @@ export async function benchLayers (d: LayerBenchDeps, log: (line: string) => voi
       }
       let oursMs = 0
       let floorMs = 0
+      // The load generator's CPU per tile on each side (this process: pg's driver for the direct
+      // statement, the HTTP client for the others), over its rounds.
+      const client = { ours: 0, direct: 0, floor: 0 }
+      const timed = async (side: keyof typeof client, run: () => Promise<number>): Promise<number> => {
+        const u0 = process.cpuUsage()
+        const rate = await run()
+        const u = process.cpuUsage(u0)
+        client[side] += u.user + u.system
+        return rate
+      }
       const r = await compare(d.rounds,
-        async () => {
+        () => timed('ours', async () => {
           const c0 = cpuMs(d.apiPid)
           const rate = await throughput(count, 1, i => get(d, `/v1/layers/tiles/cold/${tiles[i].join('/')}.mvt`))
           oursMs += cpuMs(d.apiPid) - c0
           return rate
-        },
-        () => throughput(count, 1, async i => { await direct(tiles[i]) }),
-        async () => {
+        }),
+        () => timed('direct', () => throughput(count, 1, async i => { await direct(tiles[i]) })),
+        () => timed('floor', async () => {
           const c0 = cpuMs(floor.pid)
           const rate = await throughput(count, 1, i => get(d, floorPath(tiles[i]), 'identity', floor.baseUrl))
           floorMs += cpuMs(floor.pid) - c0
           return rate
-        })
+        }))
       out.push(row(`tile z${z} cold: API vs direct SQL, c1`, r, 'tiles/s') + `  (same bytes; goal ratio >= 0.77; load ${loadAverage()})`)
       const perTile = (ms: number) => (ms * 1000 / (count * d.rounds)).toFixed(0)
       out.push(`  HTTP floor ${r.third?.toFixed(0)} tiles/s: floor/direct ${((r.third ?? 0) / r.baseline).toFixed(2)}, ours/floor ${(r.candidate / (r.third ?? 1)).toFixed(2)}`)
       out.push(`  CPU per cold tile (the database's work not included): API ${perTile(oursMs)} us, floor ${perTile(floorMs)} us`)
+      const perCall = (us: number) => (us / (count * d.rounds)).toFixed(0)
+      out.push(`  load generator CPU per tile: direct ${perCall(client.direct)} us, floor ${perCall(client.floor)} us, ours ${perCall(client.ours)} us`)
     }
   } finally {
     await d.db.client.releaseConnection(conn)

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto'
 import { fork } from 'node:child_process'
 import { Agent, request } from 'node:http'
 import { createServer } from 'node:net'
+import { LeanClient } from './lean-http.js'
 import type { Db } from '../lib/db.js'
 import type { AuditKicker, ServiceContext } from '../lib/context.js'
 import { loadConfig } from '../lib/config.js'
@@ -74,8 +75,12 @@ export function benchContext (db: Db, tenant: string, env: Record<string, string
   }
 }
 
-// A keep-alive node:http client: lighter than fetch, so the figures measure the server.
+// The load generator's HTTP client. By default the lean one of bench/lean-http.ts, whose CPU per
+// call is about pg's for the raw side's; BENCH_CLIENT=node uses node:http's keep-alive agent, the
+// bench's client until 2026-11-27 (about three times pg's CPU per call on the same paths).
+const NODE_CLIENT = process.env.BENCH_CLIENT === 'node'
 const agent = new Agent({ keepAlive: true, maxSockets: 32 })
+const lean = new Map<string, LeanClient>()
 
 export function http (env: { baseUrl: string }, token: string, method: string, path: string, body?: unknown): Promise<any> {
   return httpText(env, token, method, path, body).then(text => JSON.parse(text))
@@ -87,6 +92,27 @@ export function http (env: { baseUrl: string }, token: string, method: string, p
  * work, on the same two cores, charged to one side only).
  */
 export function httpText (env: { baseUrl: string }, token: string, method: string, path: string, body?: unknown): Promise<string> {
+  return NODE_CLIENT ? nodeHttpText(env, token, method, path, body) : leanHttpText(env, token, method, path, body)
+}
+
+/**
+ * A request by the lean client (one pool per origin): `headers` are header lines, each ending in
+ * CRLF. Resolves with the status and the body's bytes.
+ */
+export function leanRequest (baseUrl: string, method: string, path: string, headers: string, body?: Buffer): Promise<{ status: number, body: Buffer }> {
+  let client = lean.get(baseUrl)
+  if (client === undefined) lean.set(baseUrl, client = new LeanClient(baseUrl))
+  return client.request(method, path, headers, body)
+}
+
+async function leanHttpText (env: { baseUrl: string }, token: string, method: string, path: string, body?: unknown): Promise<string> {
+  const r = await leanRequest(env.baseUrl, method, path, token === '' ? '' : `Authorization: Bearer ${token}\r\n`, body === undefined ? undefined : Buffer.from(JSON.stringify(body)))
+  const text = r.body.toString('utf8')
+  if (r.status >= 300) throw new Error(`${method} ${path}: ${r.status} ${text}`)
+  return text
+}
+
+function nodeHttpText (env: { baseUrl: string }, token: string, method: string, path: string, body?: unknown): Promise<string> {
   const payload = body === undefined ? undefined : JSON.stringify(body)
   return new Promise((resolve, reject) => {
     const req = request(env.baseUrl + path, {
@@ -103,7 +129,7 @@ export function httpText (env: { baseUrl: string }, token: string, method: strin
       })
     })
     // A kept-alive socket the server closed while idle (its keep-alive timeout): send again.
-    req.on('error', err => (req.reusedSocket && (err as { code?: string }).code === 'ECONNRESET' ? httpText(env, token, method, path, body).then(resolve, reject) : reject(err)))
+    req.on('error', err => (req.reusedSocket && (err as { code?: string }).code === 'ECONNRESET' ? nodeHttpText(env, token, method, path, body).then(resolve, reject) : reject(err)))
     req.end(payload)
   })
 }
