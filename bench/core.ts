@@ -3,7 +3,7 @@ import pg from 'pg'
 import type { Db } from '../lib/db.js'
 import * as audit from '../lib/audit/index.js'
 import { AREA, seedCity, type City } from './city.js'
-import { compare, http, httpText, median, startFloor, throughput, workerChores } from './support.js'
+import { compare, http, httpText, median, startFloor, throughput, withClientCpu, workerChores } from './support.js'
 import { BBOX_SQL, DWITHIN_SQL, FLOOR_STATEMENTS, rawList, rawSpatial } from './raw-sql.js'
 
 // The core paths over HTTP against the physical limit: the best raw SQL for the same answer
@@ -99,21 +99,14 @@ export async function benchCore (env: CoreBenchEnv, say: (line: string) => void)
     // The load generator's CPU per call on each side (this process: pg's driver for the raw side,
     // the HTTP client for the others), the median over the timed rounds.
     const cpu: Record<string, number[]> = { raw: [], floor: [], ours: [] }
-    const side = (op: Side, name: string) => async () => {
-      const u0 = process.cpuUsage()
-      let rate: number
-      if (!writes) rate = await throughput(n, c, async i => { await op(i) })
-      else {
-        await sequenced()
-        const t0 = process.hrtime.bigint()
-        await throughput(n, c, async i => { await op(i) })
-        await sequenced()
-        rate = n / (Number(process.hrtime.bigint() - t0) / 1e9)
-      }
-      const u = process.cpuUsage(u0)
-      cpu[name].push((u.user + u.system) / n)
-      return rate
-    }
+    const side = (op: Side, name: string) => () => withClientCpu(us => cpu[name].push(us / n), async () => {
+      if (!writes) return throughput(n, c, async i => { await op(i) })
+      await sequenced()
+      const t0 = process.hrtime.bigint()
+      await throughput(n, c, async i => { await op(i) })
+      await sequenced()
+      return n / (Number(process.hrtime.bigint() - t0) / 1e9)
+    })
     const r = await compare(env.rounds, side(ours, 'ours'), side(raw, 'raw'), viaHttp === undefined ? undefined : side(viaHttp, 'floor'), true)
     const client = (name: string) => median(cpu[name].slice(1)).toFixed(0)
     figures.push({ path, raw: r.baseline, ours: r.candidate, ratio: r.ratio, goal, ...(r.third !== undefined ? { floor: r.third } : {}) })

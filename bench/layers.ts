@@ -5,7 +5,7 @@ import { gunzip, gunzipSync } from 'node:zlib'
 import type pg from 'pg'
 import type { Db } from '../lib/db.js'
 import { joinBytes, queryBytes } from '../lib/pg-bytes.js'
-import { compare, leanRequest, row, startFloor, throughput } from './support.js'
+import { BENCH_CLIENT, compare, leanRequest, row, startFloor, throughput, withClientCpu } from './support.js'
 import { TILE_SQL } from './raw-sql.js'
 import { seedCity } from './city.js'
 
@@ -91,7 +91,7 @@ const BROWSER_ACCEPT_ENCODING = 'gzip, deflate, br, zstd'
 function getBytes (d: LayerBenchDeps, path: string, coding: Coding = 'identity', base = d.baseUrl): Promise<Buffer> {
   const headers: Record<string, string> = base === d.baseUrl ? { Authorization: bearer(d, TENANT) } : {}
   if (coding !== 'identity') headers['Accept-Encoding'] = BROWSER_ACCEPT_ENCODING
-  if (process.env.BENCH_CLIENT === undefined || process.env.BENCH_CLIENT === 'lean') {
+  if (BENCH_CLIENT === 'lean') {
     const lines = Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('')
     return leanRequest(base, 'GET', path, lines).then(r => {
       if (r.status !== 200) throw new Error(`${path}: ${r.status}`)
@@ -100,7 +100,7 @@ function getBytes (d: LayerBenchDeps, path: string, coding: Coding = 'identity',
       return new Promise<Buffer>((resolve, reject) => gunzip(r.body, (err, out) => err === null ? resolve(out) : reject(err)))
     })
   }
-  if (process.env.BENCH_CLIENT === 'fetch') {
+  if (BENCH_CLIENT === 'fetch') {
     // fetch decodes a gzip body itself (and sends its own Accept-Encoding when none is given).
     return fetch(base + path, { headers }).then(async r => {
       if (r.status !== 200) throw new Error(`${path}: ${r.status}`)
@@ -221,7 +221,7 @@ export async function benchLayers (d: LayerBenchDeps, log: (line: string) => voi
   await layer(d, 'cold', typeId, 0)
   await layer(d, 'warm', typeId, 3600)
   const out = { push: (...lines: string[]) => { for (const l of lines) log(l) } }
-  out.push(`layers: ${N} points; tiles cold (cache off) at c1, warm at c10 (cache hit); client ${process.env.BENCH_CLIENT ?? 'lean'}`)
+  out.push(`layers: ${N} points; tiles cold (cache off) at c1, warm at c10 (cache hit); client ${BENCH_CLIENT}`)
   // Beside the direct statement, the HTTP floor (bench/floor-server.ts): the same statement read the
   // same way behind a bare node:http server of its own process (no authentication, no plan, no
   // cache key, no metrics): floor/direct is what one more HTTP hop costs here, ours/floor the share
@@ -247,13 +247,7 @@ export async function benchLayers (d: LayerBenchDeps, log: (line: string) => voi
       // The load generator's CPU per tile on each side (this process: pg's driver for the direct
       // statement, the HTTP client for the others), over its rounds.
       const client = { ours: 0, direct: 0, floor: 0 }
-      const timed = async (side: keyof typeof client, run: () => Promise<number>): Promise<number> => {
-        const u0 = process.cpuUsage()
-        const rate = await run()
-        const u = process.cpuUsage(u0)
-        client[side] += u.user + u.system
-        return rate
-      }
+      const timed = (side: keyof typeof client, run: () => Promise<number>): Promise<number> => withClientCpu(us => { client[side] += us }, run)
       const r = await compare(d.rounds,
         () => timed('ours', async () => {
           const c0 = cpuMs(d.apiPid)

@@ -21,6 +21,8 @@ class Conn {
   private answer: { status: number, close: boolean, need: number, chunked: boolean, body: Buffer[], chunkLeft: number } | null = null
   private pending: Pending | null = null
   private gone = false
+  /** Answers read on this connection: a request on a reused one may meet the server's idle close. */
+  served = 0
 
   constructor (host: string, port: number, private readonly onFree: (c: Conn) => void, private readonly onClose: (c: Conn) => void) {
     this.socket = connect({ host, port, noDelay: true })
@@ -112,6 +114,7 @@ class Conn {
     this.answer = null
     const p = this.pending
     this.pending = null
+    this.served++
     if (a.close) { this.leave(); this.socket.destroy() } else this.onFree(this)
     p?.resolve({ status: a.status, body: a.body.length === 1 ? a.body[0] : Buffer.concat(a.body) })
   }
@@ -133,14 +136,15 @@ export class LeanClient {
     this.hostHeader = u.host
   }
 
-  private take (): Promise<Conn> {
+  /** A free connection, a new one under `max`, or the next one released. */
+  private connection (): Promise<Conn> {
     const c = this.free.pop()
     if (c !== undefined) return Promise.resolve(c)
     if (this.open < this.max) {
       this.open++
       return Promise.resolve(new Conn(this.host, this.port, conn => this.release(conn), conn => this.drop(conn)))
     }
-    return new Promise(resolve => this.waiting.push(() => { void this.take().then(resolve) }))
+    return new Promise(resolve => this.waiting.push(() => { void this.connection().then(resolve) }))
   }
 
   private release (c: Conn): void {
@@ -157,13 +161,14 @@ export class LeanClient {
 
   async request (method: string, path: string, headers: string, body?: Buffer): Promise<{ status: number, body: Buffer }> {
     const head = `${method} ${path} HTTP/1.1\r\nHost: ${this.hostHeader}\r\n${headers}${body !== undefined ? `Content-Type: application/json\r\nContent-Length: ${body.length}\r\n` : ''}\r\n`
-    for (let attempt = 0; ; attempt++) {
-      const conn = await this.take()
+    for (;;) {
+      const conn = await this.connection()
       try {
         return await new Promise((resolve, reject) => conn.send(head, body, { resolve, reject }))
       } catch (err) {
-        // A kept-alive socket the server closed while idle: send again on a new one.
-        if (attempt > 0) throw err
+        // A kept-alive connection the server closed while it was idle: send again on another. A
+        // new connection that fails is the answer (a write is not sent twice for it).
+        if (conn.served === 0) throw err
       }
     }
   }

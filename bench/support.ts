@@ -25,6 +25,18 @@ export async function throughput (total: number, concurrency: number, op: (i: nu
   return total / seconds
 }
 
+/**
+ * Runs a side's round and adds this process's CPU for it (user + system, microseconds) to
+ * `spent`: the load generator's own cost, pg's driver on a raw side, the HTTP client on the others.
+ */
+export async function withClientCpu (spent: (us: number) => void, run: () => Promise<number>): Promise<number> {
+  const u0 = process.cpuUsage()
+  const rate = await run()
+  const u = process.cpuUsage(u0)
+  spent(u.user + u.system)
+  return rate
+}
+
 /** The middle value (the upper one of an even count), as every figure of the bench reports. */
 export function median (xs: number[]): number {
   return [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)]
@@ -75,10 +87,11 @@ export function benchContext (db: Db, tenant: string, env: Record<string, string
   }
 }
 
-// The load generator's HTTP client. By default the lean one of bench/lean-http.ts, whose CPU per
-// call is about pg's for the raw side's; BENCH_CLIENT=node uses node:http's keep-alive agent, the
-// bench's client until 2026-11-27 (about three times pg's CPU per call on the same paths).
-const NODE_CLIENT = process.env.BENCH_CLIENT === 'node'
+// The load generator's HTTP client (BENCH_CLIENT). By default the lean one of bench/lean-http.ts,
+// whose CPU per call is about pg's for the raw side's; 'node' uses node:http's keep-alive agent,
+// the bench's client until 2026-11-27 (about three times pg's CPU per call on the same paths);
+// 'fetch' (the layers section only) fetch.
+export const BENCH_CLIENT: 'lean' | 'node' | 'fetch' = process.env.BENCH_CLIENT === 'node' || process.env.BENCH_CLIENT === 'fetch' ? process.env.BENCH_CLIENT : 'lean'
 const agent = new Agent({ keepAlive: true, maxSockets: 32 })
 const lean = new Map<string, LeanClient>()
 
@@ -92,7 +105,7 @@ export function http (env: { baseUrl: string }, token: string, method: string, p
  * work, on the same two cores, charged to one side only).
  */
 export function httpText (env: { baseUrl: string }, token: string, method: string, path: string, body?: unknown): Promise<string> {
-  return NODE_CLIENT ? nodeHttpText(env, token, method, path, body) : leanHttpText(env, token, method, path, body)
+  return BENCH_CLIENT === 'node' ? nodeHttpText(env, token, method, path, body) : leanHttpText(env, token, method, path, body)
 }
 
 /**
