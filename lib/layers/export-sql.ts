@@ -2,7 +2,7 @@ import { escapeLiteral } from 'pg'
 import { engineOf, preparedBytes, statementName, type Queryable } from '../db.js'
 import * as objects from '../objects/index.js'
 import * as queries from '../queries/index.js'
-import { featureSql, mvtAttributesSql, type FieldSelection } from './selection.js'
+import { featureSql, mvtAttributesSql, mvtValueColumns, type FieldSelection } from './selection.js'
 import { encodeTile } from './mvt-js.js'
 
 // The export statements. PostgreSQL builds every answer (GeoJSON by json_build_object/json_agg,
@@ -10,7 +10,7 @@ import { encodeTile } from './mvt-js.js'
 // (lib/objects objectSource: the objects table now, the versions live at `asOf`), whose
 // tenant filter the planner flattens into ours, so objects_geom_gist serves bbox and tiles.
 
-const { sql, trusted } = queries
+const { sql, trusted, join } = queries
 type Fragment = queries.Fragment
 
 export interface Scope { tenantId: string, asOf?: string, where: Fragment }
@@ -124,16 +124,15 @@ function tileStatement (s: Scope, fields: FieldSelection): TileStatement {
   const slot = s.asOf === undefined ? 'now' : 'asOf'
   let st = byTime[slot]
   if (st === undefined) {
-    const attrs = mvtAttributesSql(fields)
     const f = sql`
     ${tileBox({ z: 0, x: 0, y: 0, layerName: '' })}
     SELECT ST_AsMVT(t, ${''}, 4096, 'geom') AS tile FROM (
-      SELECT ST_AsMVTGeom(ST_Transform(o.geom, 3857), box.m, 4096, 64, true) AS geom,
-        o.id::text AS id, o.type_id::text AS "typeId", o.public_id AS "publicId", o.workflow_state AS "workflowState",
-        ${attrs} AS attrs
-      FROM ${source(s)} o, box WHERE o.geom && box.g AND ${s.where}
-    ) t WHERE t.geom IS NOT NULL`
-    st = byTime[slot] = { text: f.text, name: statementName('layers.tile', f.text), attrs: attrs.params }
+      SELECT s.geom, s.id, s."typeId", s."publicId", s."workflowState", ${mvtAttributesSql(fields, 's')} AS attrs
+      FROM (${tileRows(s, fields, trusted('ST_AsMVTGeom(ST_Transform(o.geom, 3857), box.m, 4096, 64, true) AS geom'))}) s
+      WHERE s.geom IS NOT NULL
+    ) t`
+    // The bindings between the layer name and the source's: the attribute keys and paths.
+    st = byTime[slot] = { text: f.text, name: statementName('layers.tile', f.text), attrs: f.params.slice(4, f.params.length - source(s).params.length - s.where.params.length) }
   }
   return st
 }
@@ -161,11 +160,21 @@ export async function tileFeatures (db: Queryable, s: Scope, fields: FieldSelect
   const r = await run(db, sql`
     ${tileBox(t)}
     SELECT json_build_object('type', 'FeatureCollection', 'features', coalesce(json_agg(json_build_object(
-        'type', 'Feature', 'geometry', ST_AsGeoJSON(o.geom)::json,
-        'properties', jsonb_strip_nulls(jsonb_build_object('id', o.id::text, 'typeId', o.type_id::text,
-          'publicId', o.public_id, 'workflowState', o.workflow_state) || ${mvtAttributesSql(fields)}))), '[]'::json))::text AS fc
-    FROM ${source(s)} o, box WHERE o.geom && box.g AND ${s.where}`)
+        'type', 'Feature', 'geometry', s.geometry,
+        'properties', jsonb_strip_nulls(jsonb_build_object('id', s.id, 'typeId', s."typeId",
+          'publicId', s."publicId", 'workflowState', s."workflowState") || ${mvtAttributesSql(fields, 's')}))), '[]'::json))::text AS fc
+    FROM (${tileRows(s, fields, trusted('ST_AsGeoJSON(o.geom)::json AS geometry'))}) s`)
   return r.rows[0].fc
+}
+
+/**
+ * A tile's candidates with their properties' columns (selection.ts mvtValueColumns), `geometry`
+ * first, as a subquery that is not flattened into its caller (OFFSET 0): each attribute value is
+ * read once per object.
+ */
+function tileRows (s: Scope, fields: FieldSelection, geometry: Fragment): Fragment {
+  const columns = join([geometry, trusted('o.id::text AS id, o.type_id::text AS "typeId", o.public_id AS "publicId", o.workflow_state AS "workflowState"'), ...mvtValueColumns(fields)], ', ')
+  return sql`SELECT ${columns} FROM ${source(s)} o, box WHERE o.geom && box.g AND ${s.where} OFFSET 0`
 }
 
 export interface Extent { bbox: [number, number, number, number] | null, firstUpdate: string | null, lastUpdate: string | null }

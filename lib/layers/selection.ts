@@ -131,13 +131,26 @@ export function featureSql (fields: FieldSelection): queries.Fragment {
 // MVT properties are flat: `attributes.<name>` keys, objects and arrays as JSON text (CONTRACT).
 const MVT_VALUE = (v: string) => `CASE WHEN jsonb_typeof(${v}) IN ('object', 'array') THEN to_jsonb((${v})::text) ELSE ${v} END`
 
-/** A jsonb of the selected attributes for ST_AsMVT (it encodes each key as a property). */
-export function mvtAttributesSql (fields: FieldSelection): queries.Fragment {
+/**
+ * The selected attributes' stored values for a tile, read once per object: columns `a0`, `a1`,
+ * ... of a row over `o` (`a`: the whole attributes object when all are selected). A tile
+ * statement selects them in a subquery that is not flattened (OFFSET 0), and builds the
+ * properties over its columns with mvtAttributesSql; flattened, each value's expression would
+ * be copied into the CASE and the path read three times per attribute and feature (measured:
+ * 40-120 us more database CPU on a z14 tile of 100 points, about 700 us in all).
+ */
+export function mvtValueColumns (fields: FieldSelection): queries.Fragment[] {
+  if (fields.attributes === 'all') return [trusted('o.attributes AS a')]
+  return fields.attributes.map((p, i) => sql`o.attributes #> ${p}::text[] AS ${trusted(`a${i}`)}`)
+}
+
+/** A jsonb of the selected attributes for ST_AsMVT (it encodes each key as a property), over the columns of mvtValueColumns in row `r`. */
+export function mvtAttributesSql (fields: FieldSelection, r: string): queries.Fragment {
   if (fields.attributes === 'all') {
-    return trusted(`(SELECT coalesce(jsonb_object_agg('attributes.' || a.key, ${MVT_VALUE('a.value')}), '{}'::jsonb) FROM jsonb_each(o.attributes) a)`)
+    return trusted(`(SELECT coalesce(jsonb_object_agg('attributes.' || e.key, ${MVT_VALUE('e.value')}), '{}'::jsonb) FROM jsonb_each(${r}.a) e)`)
   }
   if (fields.attributes.length === 0) return trusted("'{}'::jsonb")
-  const pairs = fields.attributes.map(p => sql`${`attributes.${p.join('.')}`}::text, ${trusted(MVT_VALUE('(o.attributes #> ?::text[])'), [p, p, p])}`)
+  const pairs = fields.attributes.map((p, i) => sql`${`attributes.${p.join('.')}`}::text, ${trusted(MVT_VALUE(`${r}.a${i}`))}`)
   return sql`jsonb_strip_nulls(jsonb_build_object(${join(pairs, ', ')}))`
 }
 
