@@ -260,6 +260,23 @@ describe('health', () => {
     }
   })
 
+  it('migrates a database the other build migrated: names recorded as .js (dist/) or .ts (sources) are the same migrations', async () => {
+    const tmp = await throwawayDatabase()
+    const db = createDb(tmp.url, { poolMax: 2 })
+    try {
+      const applied = await migrateLatest(db)
+      assert.ok(applied.length > 10 && applied.every(n => n.endsWith('.ts')), JSON.stringify(applied))
+      // As the compiled release (node dist/db/setup.js) would have recorded them.
+      await db.raw("UPDATE knex_migrations SET name = regexp_replace(name, '\\.ts$', '.js')")
+      assert.deepEqual(await migrateLatest(db), [], 'nothing runs again')
+      const names = (await db.raw('SELECT name FROM knex_migrations ORDER BY id')).rows.map((r: { name: string }) => r.name)
+      assert.deepEqual(names, applied)
+    } finally {
+      await db.destroy()
+      await tmp.drop()
+    }
+  })
+
   it('ready answers 503 until the setup job recorded this release, and when the recorded release differs', async () => {
     const tmp = await throwawayDatabase()
     try {
