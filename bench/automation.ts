@@ -1,10 +1,10 @@
-import { spawn, type ChildProcess } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
 import { request as httpRequest } from 'node:http'
 import { once } from 'node:events'
 import { readFile } from 'node:fs/promises'
 import { PgBoss, type Job } from 'pg-boss'
 import type { Db } from '../lib/db.js'
-import { benchTenant, http, median, row, throughput } from './support.js'
+import { benchTenant, http, median, row, startService, throughput } from './support.js'
 import { DELIVERY_LOOPS, RUN_LOOPS } from '../worker/automation.js'
 import { workInLoops, type LoopOptions } from '../worker/loops.js'
 import { startReceiver, type Receiver } from '../test/support/automation.js'
@@ -40,7 +40,7 @@ const BASELINE_QUEUE = 'bench.noop'
 async function startWorkers (env: AutomationBenchEnv['env'], n: number): Promise<ChildProcess[]> {
   return Promise.all(Array.from({ length: n }, async () => {
     // Private networks allowed: the webhook section's receiver listens on 127.0.0.1.
-    const child = spawn(process.execPath, ['--import', 'tsx', 'worker/main.ts'], { env: { ...env, LOG_LEVEL: 'info', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' }, stdio: ['ignore', 'pipe', 'inherit'] })
+    const child = startService('worker/main', { ...env, LOG_LEVEL: 'info', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' }, ['ignore', 'pipe', 'inherit'])
     let out = ''
     child.stdout!.on('data', d => { out += String(d) })
     for (let i = 0; i < 300 && !/worker started/.test(out); i++) await new Promise(r => setTimeout(r, 100))

@@ -1,8 +1,7 @@
-import { spawn } from 'node:child_process'
 import pg from 'pg'
 import { createDb, type Db } from '../lib/db.js'
 import { AREA, seedCity } from './city.js'
-import { compare, http, row, throughput, waitReady } from './support.js'
+import { compare, http, row, startService, throughput, waitReady } from './support.js'
 
 // Section `citus`: the same service, once on the plain PostgreSQL of the bench and once on a
 // Citus cluster (CITUS_BENCH_URL, the coordinator; scripts/citus-cluster.sh start && createdb),
@@ -40,9 +39,6 @@ async function reachable (url: string): Promise<string | null> {
   }
 }
 
-function runScript (script: string, env: Record<string, string | undefined>): ReturnType<typeof spawn> {
-  return spawn(process.execPath, ['--import', 'tsx', script], { env, stdio: ['ignore', 'ignore', 'inherit'] })
-}
 
 async function prepareSide (db: Db, url: string, baseUrl: string, tokenFor: (t: string) => string, count: number): Promise<Side> {
   const city = await seedCity(db, url, count)
@@ -66,7 +62,7 @@ export async function benchCitus (env: CitusBenchEnv, say: (line: string) => voi
   const since = (t: number) => `${((Date.now() - t) / 1000).toFixed(0)} s`
   // The release on the cluster: migrations, then the tenant tables distributed by tenant_id.
   let t = Date.now()
-  await new Promise<void>((resolve, reject) => runScript('db/setup.ts', childEnv).on('exit', code => code === 0 ? resolve() : reject(new Error(`setup on citus exited ${code}`))))
+  await new Promise<void>((resolve, reject) => startService('db/setup', childEnv).on('exit', code => code === 0 ? resolve() : reject(new Error(`setup on citus exited ${code}`))))
   const citusDb = createDb(url, { poolMax: 16 })
   const distributed: number = (await citusDb.raw("SELECT count(*)::int AS n FROM pg_dist_partition WHERE partmethod = 'h'")).rows[0].n
   if (distributed === 0) {
@@ -75,7 +71,7 @@ export async function benchCitus (env: CitusBenchEnv, say: (line: string) => voi
   }
   say(`citus: release on the cluster in ${since(t)} (${distributed} tables distributed by tenant_id)`)
   const port = await env.freePort()
-  const api = runScript('server/main.ts', { ...childEnv, PORT: String(port) })
+  const api = startService('server/main', { ...childEnv, PORT: String(port) })
   // An interrupted run (a timeout's SIGTERM) must not leave the cluster's API behind.
   const stop = () => { api.kill('SIGTERM'); process.exit(130) }
   process.once('SIGINT', stop).once('SIGTERM', stop)

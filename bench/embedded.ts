@@ -1,9 +1,9 @@
-import { spawn, type ChildProcess } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import jwt from 'jsonwebtoken'
-import { benchTenant, compare, freePort, http, median, row, throughput } from './support.js'
+import { benchTenant, compare, freePort, http, median, row, startService, throughput } from './support.js'
 
 // Embedded mode (PGlite in the API's process) next to PostgreSQL mode (the bench's API on the
 // bench database), in the same run with the same counts: create and get-by-id rates over HTTP at
@@ -59,7 +59,7 @@ export async function benchEmbedded (ctx: { baseUrl: string, tokenFor: (tenant: 
   const env: Record<string, string> = {}
   for (const [k, v] of Object.entries(process.env)) if (v !== undefined && k !== 'DATABASE_URL' && k !== 'AUTH_JWT_SECRET') env[k] = v
   const baseUrl = `http://127.0.0.1:${port}`
-  const spawnService = () => spawn(process.execPath, ['--import', 'tsx', 'server/main.ts'], { env: { ...env, DATA_DIR: dataDir, PORT: String(port), LOG_LEVEL: 'error', RATE_LIMIT_LIMIT: '100000000' }, stdio: ['ignore', 'ignore', 'inherit'] })
+  const spawnService = () => startService('server/main', { ...env, DATA_DIR: dataDir, PORT: String(port), LOG_LEVEL: 'error', RATE_LIMIT_LIMIT: '100000000' })
   /** Seconds until /v1/health/ready answers 200. */
   const ready = async (p: ChildProcess): Promise<number> => {
     const t0 = Date.now()

@@ -1,9 +1,9 @@
 import '../lib/heap.js'
-import { spawn, type ChildProcess } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
 import pg from 'pg'
 import jwt from 'jsonwebtoken'
 import { createDb } from '../lib/db.js'
-import { freePort, waitReady } from './support.js'
+import { buildService, freePort, startService, waitReady } from './support.js'
 import { benchObjects } from './objects.js'
 import { benchQueries } from './queries.js'
 import { benchAutomation } from './automation.js'
@@ -44,16 +44,17 @@ async function resetData (): Promise<void> {
 
 const env = { ...process.env, DATABASE_URL, AUTH_JWT_SECRET: SECRET, RATE_LIMIT_LIMIT: '100000000', LOG_LEVEL: 'error' }
 
-function run (script: string, extra: Record<string, string> = {}): ChildProcess {
-  return spawn(process.execPath, ['--import', 'tsx', script], { env: { ...env, ...extra }, stdio: ['ignore', 'ignore', 'inherit'] })
+function run (entry: 'server/main' | 'db/setup', extra: Record<string, string> = {}): ChildProcess {
+  return startService(entry, { ...env, ...extra })
 }
 
+buildService()
 await ensureDatabase()
-await new Promise<void>((resolve, reject) => run('db/setup.ts').on('exit', code => code === 0 ? resolve() : reject(new Error(`setup exited ${code}`))))
+await new Promise<void>((resolve, reject) => run('db/setup').on('exit', code => code === 0 ? resolve() : reject(new Error(`setup exited ${code}`))))
 // Each run starts from an empty bench database (its own; seeding is seconds by COPY).
 await resetData()
 const port = await freePort()
-const api = run('server/main.ts', { PORT: String(port) })
+const api = run('server/main', { PORT: String(port) })
 const baseUrl = `http://127.0.0.1:${port}`
 const db = createDb(DATABASE_URL, { poolMax: 16 })
 try {
