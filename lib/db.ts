@@ -325,6 +325,20 @@ interface KnexClient {
   emit: (event: string, ...args: unknown[]) => void
 }
 
+/**
+ * conn.query({ name, text, values }) without pg's copy of the config object: pg 8.2x copies
+ * every config object by its property descriptors (1.5 us per statement here, against 0.1 us
+ * for a Query made from the text and named after).
+ */
+function namedQuery (conn: pg.Client, name: string, text: string, values: unknown[]): Promise<pg.QueryResult> {
+  return new Promise((resolve, reject) => {
+    const q = new pg.Query(text, values) as pg.Query & { name?: string, callback?: (err: Error | null, r: pg.QueryResult) => void }
+    q.name = name
+    q.callback = (err, r) => { if (err !== null && err !== undefined) reject(err); else resolve(r) }
+    conn.query(q)
+  })
+}
+
 async function onConnection (db: Queryable, name: string, sql: string, bindings: Bindings, bytes = false): Promise<any> {
   let text = nativeTexts.get(name)
   if (text === undefined) {
@@ -344,7 +358,7 @@ async function onConnection (db: Queryable, name: string, sql: string, bindings:
       client.emit('query-response', { command: 'SELECT', rowCount: 1, rows: [] }, q)
       return value
     }
-    const r = await conn.query({ name, text, values: bindings as unknown[] })
+    const r = await namedQuery(conn, name, text, bindings as unknown[])
     client.emit('query-response', r, q)
     return r
   } catch (err) {
