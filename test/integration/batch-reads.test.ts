@@ -91,14 +91,18 @@ describe('lib batch reads (getObjectsByIds, getObjectTypesByIds, relationsOfObje
       if (!citus) assert.ok(plans[0].custom <= 5 && plans[0].generic >= 7, JSON.stringify(plans[0]))
       // Every plan, generic or custom, probes the primary key, also for a tenant the statistics
       // do not know (estimated at a row): no index that leads with the tenant alone. On Citus the
-      // statement goes to the tenant's one shard (a generic plan is the coordinator's to refuse).
+      // statement goes to the tenant's one shard (a generic plan is the coordinator's to refuse),
+      // and the key is asserted for the known tenant only: for a tenant the shard's statistics
+      // do not know, the key and a GiST that leads with the tenant cost the same (one row each),
+      // and which the planner takes follows the shard's index order (it took the GiST in a CI
+      // run of 2026-11-27), which for a tenant with no rows reads no more.
       for (const mode of citus ? ['force_custom_plan'] : ['force_generic_plan', 'force_custom_plan']) {
         for (const tenant of [big.tenantId, 'no-such-tenant']) {
           await one.raw(`SET plan_cache_mode = ${mode}`)
           const plan = (await one.raw(`EXPLAIN EXECUTE "objects.get-json-4"(${[...some, tenant].map(v => `'${v}'`).join(', ')})`)).rows.map((r: { 'QUERY PLAN': string }) => r['QUERY PLAN']).join('\n')
           if (citus) assert.match(plan, /Task Count: 1\b/, plan)
           else assert.match(plan, /Index Scan using objects_pkey/, plan)
-          assert.doesNotMatch(plan, /objects_tenant_/, plan)
+          if (!citus || tenant === big.tenantId) assert.doesNotMatch(plan, /objects_tenant_/, plan)
         }
       }
       await one.raw('RESET plan_cache_mode')
