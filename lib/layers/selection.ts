@@ -137,7 +137,7 @@ const MVT_VALUE = (v: string) => `CASE WHEN jsonb_typeof(${v}) IN ('object', 'ar
  * statement selects them in a subquery that is not flattened (OFFSET 0), and builds the
  * properties over its columns with mvtAttributesSql; flattened, each value's expression would
  * be copied into the CASE and the path read three times per attribute and feature (measured:
- * 40-120 us more database CPU on a z14 tile of 100 points, about 700 us in all).
+ * 39-110 us more database CPU on a z14 tile of 100 points, 650-900 us in all).
  */
 export function mvtValueColumns (fields: FieldSelection): queries.Fragment[] {
   if (fields.attributes === 'all') return [trusted('o.attributes AS a')]
