@@ -39,7 +39,6 @@ async function reachable (url: string): Promise<string | null> {
   }
 }
 
-
 async function prepareSide (db: Db, url: string, baseUrl: string, tokenFor: (t: string) => string, count: number): Promise<Side> {
   const city = await seedCity(db, url, count)
   const ids = (await db.raw('SELECT id FROM objects WHERE tenant_id = ? ORDER BY id LIMIT 5000', [city.tenantId])).rows.map((r: { id: string }) => r.id)

@@ -17,7 +17,7 @@ import * as counters from '../lib/counters/index.js'
  * of API CPU per get at c16).
  */
 export function buildService (): void {
-  const r = spawnSync(process.execPath, [new URL('../node_modules/typescript/bin/tsc', import.meta.url).pathname, '-p', 'tsconfig.build.json'], { cwd: new URL('..', import.meta.url).pathname, stdio: 'inherit' })
+  const r = spawnSync('npm', ['run', '--silent', 'build'], { cwd: new URL('..', import.meta.url).pathname, stdio: 'inherit' })
   if (r.status !== 0) throw new Error(`the build exited ${r.status}`)
 }
 

@@ -8,7 +8,7 @@ import { encodeTile } from './mvt-js.js'
 // The export statements. PostgreSQL builds every answer (GeoJSON by json_build_object/json_agg,
 // tiles by ST_AsMVT); JavaScript only frames them. All run over the object source `o`
 // (lib/objects objectSource: the objects table now, the versions live at `asOf`), whose
-// tenant filter the planner flattens into ours, so objects_geom_gist serves bbox and tiles.
+// tenant filter the planner flattens into ours, so objects_tenant_geom_gist serves bbox and tiles.
 
 const { sql, trusted, join } = queries
 type Fragment = queries.Fragment

@@ -238,14 +238,17 @@ export async function findObjectJson (db: Queryable, tenantId: string, id: strin
 }
 
 // The current get's text, one per length of its key list (lib/db keyList): each id is looked up by
-// the primary key, (tenant_id, id), in a LATERAL probe of its own. The plan is the same whatever
-// the tenant's statistics say, so PostgreSQL keeps one generic plan per connection and length:
+// the primary key, (tenant_id, id), in a LATERAL probe of its own. Its cost does not depend on the
+// number of ids, so PostgreSQL keeps one generic plan per connection and length:
 // - `o.id = ANY(<array parameter>)` was planned again on two calls of three on the bench's city
 //   (the generic plan was costed for an array of ten, a custom plan for the few ids a batch
 //   holds looked cheaper): 82 us of planning beside 65 us of execution per statement;
 // - the deleted-row test is outside the probe, so no partial index (WHERE deleted_at IS NULL)
 //   can serve it: with the tenant estimated at a row or two, such an index (tenant first, id
 //   last) looked as cheap as the key and would have walked the tenant's whole range for each id.
+// A GiST that leads with the tenant (not partial) can still tie with the key for a tenant the
+// statistics put at one row: on a Citus shard the shard's index order then decides (a tenant with
+// no rows reads nothing more; one whose statistics are stale could walk its range until ANALYZE).
 // The tenant stays a plain equality, which a tenant-sharded cluster (Citus) routes to one shard.
 const currentJsonTexts = new Map<number, string>()
 function currentJsonText (size: number): string {
