@@ -2,6 +2,8 @@ import { execFile, spawn, spawnSync } from 'node:child_process'
 import { readFileSync, writeFileSync } from 'node:fs'
 import { Agent, request } from 'node:http'
 import { gunzip, gunzipSync } from 'node:zlib'
+import { VectorTile } from '@mapbox/vector-tile'
+import { PbfReader } from 'pbf'
 import type pg from 'pg'
 import type { Db } from '../lib/db.js'
 import { joinBytes, queryBytes } from '../lib/pg-bytes.js'
@@ -68,6 +70,28 @@ function tileAt (z: number, lon: number, lat: number): [number, number, number] 
   const n = 2 ** z
   const r = lat * Math.PI / 180
   return [z, Math.floor((lon + 180) / 360 * n), Math.floor((1 - Math.log(Math.tan(r) + 1 / Math.cos(r)) / Math.PI) / 2 * n)]
+}
+
+/**
+ * A tile's features as sorted text (properties and tile coordinates): two tiles that hold the same
+ * features in another order (the order of the rows the plan read, which differs between an index
+ * scan and a bitmap scan) give the same list.
+ */
+function tileFeatures (bytes: Buffer): string[] {
+  const out: string[] = []
+  for (const layer of Object.values(new VectorTile(new PbfReader(bytes)).layers)) {
+    for (let i = 0; i < layer.length; i++) {
+      const f = layer.feature(i)
+      out.push(JSON.stringify([layer.name, f.type, f.properties, f.loadGeometry()]))
+    }
+  }
+  return out.sort()
+}
+
+function sameFeatures (a: Buffer, b: Buffer): boolean {
+  const fa = tileFeatures(a)
+  const fb = tileFeatures(b)
+  return fa.length === fb.length && fa.every((f, i) => f === fb[i])
 }
 
 function randomTiles (z: number, count: number): Array<[number, number, number]> {
@@ -234,13 +258,14 @@ export async function benchLayers (d: LayerBenchDeps, log: (line: string) => voi
     // hiccup moved its rate by a fifth).
     for (const [z, count] of [[10, 12], [12, 150], [14, 1000]] as const) {
       const tiles = randomTiles(z, count)
-      // The API answers what the direct statement answers, byte for byte.
+      // The API answers what the direct statement answers: the same features with the same
+      // properties (their order in the tile is the order the plan read the rows in).
       const direct = (t: readonly number[]): Promise<Buffer[]> => queryBytes(conn, 'bench.layers.tile', TILE_SQL, [...t, TENANT, typeId])
       const floorPath = (t: readonly number[]) => `/b/tile?p=${encodeURIComponent(JSON.stringify([...t, TENANT, typeId]))}`
       for (const t of tiles.slice(0, 3)) {
         const want = joinBytes(await direct(t))
-        if (!(await getBytes(d, `/v1/layers/tiles/cold/${t.join('/')}.mvt`)).equals(want)) throw new Error(`tile z${z} ${t.join('/')}: the API's bytes differ from the direct statement's`)
-        if (!(await getBytes(d, floorPath(t), 'identity', floor.baseUrl)).equals(want)) throw new Error(`tile z${z} ${t.join('/')}: the floor's bytes differ from the direct statement's`)
+        if (!sameFeatures(await getBytes(d, `/v1/layers/tiles/cold/${t.join('/')}.mvt`), want)) throw new Error(`tile z${z} ${t.join('/')}: the API's features differ from the direct statement's`)
+        if (!sameFeatures(await getBytes(d, floorPath(t), 'identity', floor.baseUrl), want)) throw new Error(`tile z${z} ${t.join('/')}: the floor's features differ from the direct statement's`)
       }
       let oursMs = 0
       let floorMs = 0
@@ -262,7 +287,7 @@ export async function benchLayers (d: LayerBenchDeps, log: (line: string) => voi
           floorMs += cpuMs(floor.pid) - c0
           return rate
         }))
-      out.push(row(`tile z${z} cold: API vs direct SQL, c1`, r, 'tiles/s') + `  (same bytes; goal ratio >= 0.77; load ${loadAverage()})`)
+      out.push(row(`tile z${z} cold: API vs direct SQL, c1`, r, 'tiles/s') + `  (same features; goal ratio >= 0.77; load ${loadAverage()})`)
       const perTile = (ms: number) => (ms * 1000 / (count * d.rounds)).toFixed(0)
       out.push(`  HTTP floor ${r.third?.toFixed(0)} tiles/s: floor/direct ${((r.third ?? 0) / r.baseline).toFixed(2)}, ours/floor ${(r.candidate / (r.third ?? 1)).toFixed(2)}`)
       out.push(`  CPU per cold tile (the database's work not included): API ${perTile(oursMs)} us, floor ${perTile(floorMs)} us`)
