@@ -77,7 +77,7 @@ function tileAt (z: number, lon: number, lat: number): [number, number, number] 
  * features in another order (the order of the rows the plan read, which differs between an index
  * scan and a bitmap scan) give the same list.
  */
-function tileFeatures (bytes: Buffer): string[] {
+function decodedFeatures (bytes: Buffer): string[] {
   const out: string[] = []
   for (const layer of Object.values(new VectorTile(new PbfReader(bytes)).layers)) {
     for (let i = 0; i < layer.length; i++) {
@@ -89,8 +89,8 @@ function tileFeatures (bytes: Buffer): string[] {
 }
 
 function sameFeatures (a: Buffer, b: Buffer): boolean {
-  const fa = tileFeatures(a)
-  const fb = tileFeatures(b)
+  const fa = decodedFeatures(a)
+  const fb = decodedFeatures(b)
   return fa.length === fb.length && fa.every((f, i) => f === fb[i])
 }
 
