@@ -61,7 +61,7 @@ describe('lib/db direct statements: the kept connection', () => {
     const admin = new pg.Client({ connectionString: TEST_DATABASE_URL })
     await admin.connect()
     try {
-      assert.equal((await admin.query('SELECT pg_terminate_backend($1) AS done', [pid])).rows[0].done, true)
+      assert.equal((await admin.query('SELECT pg_terminate_backend($1::int) AS done', [pid])).rows[0].done, true)
     } finally {
       await admin.end()
     }
