@@ -16,8 +16,9 @@ interface TarnPool {
 }
 const poolOf = (db: Db): TarnPool => (db.client as { pool: TarnPool }).pool
 
-const backend = (db: Db): Promise<number> =>
-  prepared(db, 'test.lane.pid', 'SELECT pg_backend_pid() AS pid WHERE ?::int = 1', [1]).then(r => r.rows[0].pid)
+async function backend (db: Db): Promise<number> {
+  return (await prepared(db, 'test.lane.pid', 'SELECT pg_backend_pid() AS pid WHERE ?::int = 1', [1])).rows[0].pid
+}
 
 describe('lib/db direct statements: the kept connection', () => {
   let db: Db
