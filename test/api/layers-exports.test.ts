@@ -123,7 +123,14 @@ describe('DB_STATEMENT_TIMEOUT_MS', () => {
     assert.equal(res.body.error.code, 'NOT_READY')
     assert.equal(res.body.error.details.reason, 'statement timeout')
     assert.doesNotMatch(res.text, /SELECT|ST_AsMVT/)
-    assert.equal((await ctx.owner.get('/v1/layers/tiles/all/10/511/340.mvt')).status, 200)
+    // The pool serves on: a small tile answers. Under the same 100 ms limit, on a loaded machine
+    // (the Citus cluster's three servers and another test file beside it), a statement that
+    // takes a few milliseconds alone may itself be cancelled once (seen in CI); a pool the cancel
+    // had broken would answer none of three tries.
+    const statuses: number[] = []
+    for (let i = 0; i < 3 && !statuses.includes(200); i++) statuses.push((await ctx.owner.get('/v1/layers/tiles/all/10/511/340.mvt')).status)
+    assert.ok(statuses.includes(200), statuses.join(','))
+    assert.ok(statuses.every(s => s === 200 || s === 503), statuses.join(','))
   })
 
   it('does not bind the NDJSON stream, and its connection goes back to the pool with the limit', async () => {
