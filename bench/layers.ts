@@ -267,14 +267,17 @@ export async function benchLayers (d: LayerBenchDeps, log: (line: string) => voi
         if (!sameFeatures(await getBytes(d, `/v1/layers/tiles/cold/${t.join('/')}.mvt`), want)) throw new Error(`tile z${z} ${t.join('/')}: the API's features differ from the direct statement's`)
         if (!sameFeatures(await getBytes(d, floorPath(t), 'identity', floor.baseUrl), want)) throw new Error(`tile z${z} ${t.join('/')}: the floor's features differ from the direct statement's`)
       }
-      const oursPath = (i: number) => `/v1/layers/tiles/cold/${tiles[i].join('/')}.mvt`
+      // The i-th tile asked of each side.
+      const ask = {
+        ours: (i: number) => get(d, `/v1/layers/tiles/cold/${tiles[i].join('/')}.mvt`),
+        direct: async (i: number) => { await direct(tiles[i]) },
+        floor: (i: number) => get(d, floorPath(tiles[i]), 'identity', floor.baseUrl)
+      }
       // Every side first runs one round untimed (compare's warm-up, outside the CPU counters
       // below): the API's tile path is otherwise still being optimized by V8 in the first timed
       // round of a zoom, which no long-running server pays, and the round that comes first would
       // read the tiles' pages from disk for the others.
-      await throughput(count, 1, i => get(d, oursPath(i)))
-      await throughput(count, 1, async i => { await direct(tiles[i]) })
-      await throughput(count, 1, i => get(d, floorPath(tiles[i]), 'identity', floor.baseUrl))
+      for (const one of [ask.ours, ask.direct, ask.floor]) await throughput(count, 1, one)
       let oursMs = 0
       let floorMs = 0
       // The load generator's CPU per tile on each side (this process: pg's driver for the direct
@@ -284,14 +287,14 @@ export async function benchLayers (d: LayerBenchDeps, log: (line: string) => voi
       const r = await compare(d.rounds,
         () => timed('ours', async () => {
           const c0 = cpuMs(d.apiPid)
-          const rate = await throughput(count, 1, i => get(d, oursPath(i)))
+          const rate = await throughput(count, 1, ask.ours)
           oursMs += cpuMs(d.apiPid) - c0
           return rate
         }),
-        () => timed('direct', () => throughput(count, 1, async i => { await direct(tiles[i]) })),
+        () => timed('direct', () => throughput(count, 1, ask.direct)),
         () => timed('floor', async () => {
           const c0 = cpuMs(floor.pid)
-          const rate = await throughput(count, 1, i => get(d, floorPath(tiles[i]), 'identity', floor.baseUrl))
+          const rate = await throughput(count, 1, ask.floor)
           floorMs += cpuMs(floor.pid) - c0
           return rate
         }))

@@ -339,8 +339,8 @@ interface TarnPool {
  * acquire and release cost every statement two pending operations, each with a promise chain and
  * a timer, and an asynchronous validation; a statement that finds a kept connection takes it with
  * none of that (a cold tile called in process: 44 us from the call to sending the statement
- * against 76-94 us, 8 us after the answer against 14-17 us; README "Performance"). A
- * kept connection goes back to the pool as soon as anyone else asks the pool for one (a
+ * against 76 us, 8 us after the answer against 14 us; README "Performance"). A kept connection
+ * goes back to the pool as soon as anyone else asks the pool for one (a
  * transaction, knex's own queries, a second direct statement in flight: tarn's acquireRequest,
  * which fires before the request is queued), when the pool is destroyed, when tarn has callers
  * waiting as a statement ends, and after IDLE_LANE_MS with no direct statement. A connection
