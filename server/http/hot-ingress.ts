@@ -71,7 +71,7 @@ async function serve (deps: HotIngressDeps, req: IncomingMessage, res: ServerRes
   const payload = plainJson(bytes, length)
   if (payload === undefined) { handOver(req, bytes); return false }
   const requestId = requestIdOf(req.headers['x-request-id'])
-  const state: Record<string, unknown> = { requestId }
+  const state: Record<string, unknown> = {}
   lazyChildLog(state, deps.ingress.log, requestId)
   let status = 202
   let body: string

@@ -126,7 +126,7 @@ export async function admit (deps: HotReadDeps, req: IncomingMessage, resource: 
   const permissions = await policy.permissionsFor(deps.auth.db, id.tenant, id.roles, id.scope)
   if (!access.can(permissions, resource, action)) return null
   const requestId = requestIdOf(req.headers['x-request-id'])
-  const state: Record<string, unknown> = { requestId, identity: id }
+  const state: Record<string, unknown> = { identity: id }
   lazyChildLog(state, deps.log, requestId)
   return {
     service: serviceContext(deps.auth, id, state, permissions),

@@ -19,7 +19,6 @@ export function observe (log: Logger, recorder = requestRecorder(log)): Middlewa
   return async (ctx, next) => {
     const started = performance.now()
     const requestId = requestIdOf(ctx.req.headers['x-request-id'])
-    ctx.state.requestId = requestId
     lazyChildLog(ctx.state, log, requestId)
     ctx.set('X-Request-Id', requestId)
     try {
@@ -78,7 +77,7 @@ const LOG_ACCESSOR: PropertyDescriptor = {
   set (this: LogState, v: Logger) { this[LOG_CHILD] = v }
 }
 
-/** `state.log`: the request's child logger (with `state.requestId`), made when first read. */
+/** Sets `state.requestId`, and `state.log`: the request's child logger (with that id), made when first read. */
 export function lazyChildLog (state: Record<string | symbol, unknown>, log: Logger, requestId: string): void {
   state.requestId = requestId
   state[LOG_ROOT] = log
