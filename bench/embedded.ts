@@ -59,7 +59,7 @@ export async function benchEmbedded (ctx: { baseUrl: string, tokenFor: (tenant: 
   const env: Record<string, string> = {}
   for (const [k, v] of Object.entries(process.env)) if (v !== undefined && k !== 'DATABASE_URL' && k !== 'AUTH_JWT_SECRET') env[k] = v
   const baseUrl = `http://127.0.0.1:${port}`
-  const spawnService = () => startService('server/main', { ...env, DATA_DIR: dataDir, PORT: String(port), LOG_LEVEL: 'error', RATE_LIMIT_LIMIT: '100000000' })
+  const spawnService = () => startService('embedded/main', { ...env, DATA_DIR: dataDir, PORT: String(port), LOG_LEVEL: 'error', RATE_LIMIT_LIMIT: '100000000' })
   /** Seconds until /v1/health/ready answers 200. */
   const ready = async (p: ChildProcess): Promise<number> => {
     const t0 = Date.now()

@@ -5,6 +5,7 @@ import { createServer } from 'node:net'
 import { LeanClient } from './lean-http.js'
 import type { Db } from '../lib/db.js'
 import type { AuditKicker, ServiceContext } from '../lib/context.js'
+import { wireModules } from '../lib/modules.js'
 import { loadConfig } from '../lib/config.js'
 import { createLogger } from '../lib/log.js'
 import { computePermissions } from '../lib/access/index.js'
@@ -22,7 +23,7 @@ export function buildService (): void {
 }
 
 /** Starts a service entry point as production does: `node dist/<entry>.js` (e.g. 'server/main'). */
-export function startService (entry: 'server/main' | 'worker/main' | 'db/setup', env: Record<string, string | undefined>, stdio: StdioOptions = ['ignore', 'ignore', 'inherit']): ChildProcess {
+export function startService (entry: 'server/main' | 'embedded/main' | 'worker/main' | 'db/setup', env: Record<string, string | undefined>, stdio: StdioOptions = ['ignore', 'ignore', 'inherit']): ChildProcess {
   return spawn(process.execPath, [new URL(`../dist/${entry}.js`, import.meta.url).pathname], { env, stdio })
 }
 
@@ -99,7 +100,7 @@ export function benchContext (db: Db, tenant: string, env: Record<string, string
     tenantId: tenant, actor: { sub: 'bench', roles: ['owner'] }, scope: null, permissions: computePermissions(['owner'], null),
     requestId: randomUUID(), log: createLogger('bench', 'error'), db,
     config: loadConfig({ DATABASE_URL: 'postgres://unused', AUTH_DISABLED: 'true', LOG_LEVEL: 'error', ...env }),
-    jobs: null, sequencer
+    jobs: null, sequencer, hooks: wireModules()
   }
 }
 

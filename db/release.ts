@@ -1,5 +1,5 @@
 import type { PgBoss } from 'pg-boss'
-import '../lib/modules.js'
+import type { ModuleHooks } from '../lib/context.js'
 import type { Db } from '../lib/db.js'
 import type { Logger } from '../lib/log.js'
 import { recordRelease } from '../lib/release/index.js'
@@ -12,13 +12,13 @@ import { seedDemo } from './seeds/demo.js'
  * distribute the tenant tables when the database is a Citus cluster (db/distribute.ts), install pg-boss's schema (`boss.start()`; the caller stops it or keeps it), seed the demo tenant,
  * record the release. Idempotent: a second run changes nothing.
  */
-export async function runRelease (db: Db, boss: PgBoss, log: Logger, release: string): Promise<void> {
+export async function runRelease (db: Db, boss: PgBoss, log: Logger, release: string, hooks: ModuleHooks): Promise<void> {
   const applied = await migrateLatest(db)
   log.info({ applied }, 'migrations applied')
   const citus = await distributeTenantTables(db)
   if (citus.distributed.length + citus.reference.length > 0) log.info(citus, 'citus: tables distributed by tenant_id')
   await boss.start()
-  const seeded = await seedDemo(db)
+  const seeded = await seedDemo(db, hooks)
   log.info(seeded, 'demo tenant')
   await recordRelease(db, release)
   log.info({ release }, 'release recorded')

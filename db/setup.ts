@@ -2,6 +2,7 @@ import { PgBoss } from 'pg-boss'
 import { loadConfigOrExit, requireDatabaseUrl } from '../lib/config.js'
 import { createDb } from '../lib/db.js'
 import { createLogger } from '../lib/log.js'
+import { wireModules } from '../lib/modules.js'
 import { packageVersion } from '../lib/release/index.js'
 import { runRelease } from './release.js'
 
@@ -16,7 +17,7 @@ try {
   const boss = new PgBoss({ connectionString: databaseUrl, schema: 'pgboss', supervise: false, schedule: false })
   boss.on('error', err => log.error({ err }, 'pg-boss error'))
   try {
-    await runRelease(db, boss, log, config.release)
+    await runRelease(db, boss, log, config.release, wireModules())
   } finally {
     await boss.stop({ graceful: false }).catch(() => {})
   }

@@ -3,7 +3,7 @@ import type { Knex } from 'knex'
 import { createHash } from 'node:crypto'
 import { engineOf, prepared, withTransaction } from '../lib/db.js'
 import type { JobSender } from '../lib/context.js'
-import { QUEUES, type QueueContract } from './contracts.js'
+import { QUEUES, type QueueContract } from '../lib/queues/index.js'
 
 /**
  * Creates every queue of the contract (idempotent: createQueue twice is fine) and applies the

@@ -2,6 +2,7 @@ import type { Config } from './config.js'
 import type { Db, Queryable, Statement } from './db.js'
 import type { Logger } from './log.js'
 import type { Permissions } from './access/grants.js'
+import type { WriteHooks } from './pipeline.js'
 
 export interface Actor {
   sub: string
@@ -27,6 +28,24 @@ export interface AuditKicker {
 }
 
 /**
+ * How modules reach modules that depend on them (a lower module cannot import a higher one): built
+ * once per process by its composition root (lib/modules.ts `wireModules`, called from main.ts)
+ * and carried by every ServiceContext.
+ */
+export interface ModuleHooks {
+  /** lib/pipeline: what lib/license adds to every write (expiry, monthly usage, quotas). */
+  write: WriteHooks
+  /** lib/queries: before each query run (lib/license counts query_count). */
+  beforeQueryRun: (ctx: ServiceContext) => Promise<void>
+  /** lib/automation: before the ingress accepts a call and before a run applies anything (lib/license's automation switch). */
+  automationGate: (ctx: ServiceContext) => Promise<void>
+  /** lib/objects: the state a new object of a workflow starts in (lib/workflows). */
+  initialState: (ctx: ServiceContext, db: Queryable, workflowId: string) => Promise<string | null>
+  /** lib/object-types: whether a type may name this workflow (lib/workflows). */
+  workflowExists: (ctx: ServiceContext, db: Queryable, workflowId: string) => Promise<boolean>
+}
+
+/**
  * What every lib operation receives. Built per request by the server, per job by the worker.
  * `db` is the pool; operations open their own transactions through lib/pipeline or withTransaction.
  */
@@ -41,6 +60,7 @@ export interface ServiceContext {
   config: Readonly<Config>
   jobs: JobSender | null
   sequencer: AuditKicker | null
+  hooks: ModuleHooks
   /** Set while an automation run applies its effect: stamped on the domain events it causes (loop guard). */
   causation?: Causation
   /**

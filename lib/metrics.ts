@@ -20,14 +20,6 @@ export const httpRequestDuration = new Histogram({
   registers: [registry]
 })
 
-/** Requests answered by the HTTP edge's fast paths (server/http/tile-hits.ts, hot-reads.ts), also in http_requests_total. */
-export const httpFastPathTotal = new Counter({
-  name: 'http_fast_path_responses_total',
-  help: 'HTTP requests answered ahead of the framework by a fast path, by route template',
-  labelNames: ['route'] as const,
-  registers: [registry]
-})
-
 export const dbQueryDuration = new Histogram({
   name: 'database_query_duration_seconds',
   help: 'Database query duration in seconds, by statement kind',

@@ -1,8 +1,19 @@
-// Wires the modules' cross-module hooks (object types may reference workflows; new objects take
-// their workflow's initial state). Every entry point imports this once — server/app.ts,
-// worker/main.ts, db/setup.ts — so no process can create objects with the hooks missing.
-import './workflows/hooks.js'
-// License: expiry and quotas on every write, query runs counted (lib/license README).
-import './license/hooks.js'
-// Layers: an object write drops the cached change counters the layer ETags derive from, in every process.
-import './layers/changes.js'
+import type { ModuleHooks } from './context.js'
+import * as license from './license/index.js'
+import * as workflows from './workflows/index.js'
+
+/**
+ * The connections between lib's modules where a lower module needs a higher one: lib/license
+ * takes part in every write, query run and automation run; lib/workflows gives new objects their
+ * initial state and checks a type's workflow. Each process's main.ts calls this once and passes
+ * the result in (ServiceContext.hooks, the engine's dependencies).
+ */
+export function wireModules (): ModuleHooks {
+  return {
+    write: license.writeHooks,
+    beforeQueryRun: license.countQueryRun,
+    automationGate: ctx => license.assertFeature(ctx, 'automation'),
+    initialState: workflows.initialState,
+    workflowExists: workflows.workflowExists
+  }
+}

@@ -10,10 +10,10 @@ import { ensureTenant, isKnownTenant, rememberTenant } from './tenants/index.js'
 /**
  * The one write pipeline. Every change to tenant data goes through `runWrite`:
  *
- *   authorize -> before-hooks (license) -> BEGIN -> the operation's own SQL (row + history)
+ *   authorize -> before-hook (license) -> BEGIN -> the operation's own SQL (row + history)
  *   -> audit events, outbox events and counter deltas (one round trip, or folded into the
- *   operation's statement by `fold`) -> in-transaction hooks
- *   -> [sync audit sequencing] -> COMMIT -> after-commit hooks -> audit sequencing kick
+ *   operation's statement by `fold`) -> in-transaction hook (license quota)
+ *   -> [sync audit sequencing] -> COMMIT -> the outbox announces its events -> audit sequencing kick
  *
  * `runStatementWrite` is the same pipeline for a write that is one folded statement: when nothing
  * else must run in its transaction, the statement runs alone (autocommit: atomic on its own), one
@@ -24,8 +24,8 @@ import { ensureTenant, isKnownTenant, rememberTenant } from './tenants/index.js'
  * (an automation run's outcome), or to just before COMMIT: same transaction, one round trip less.
  *
  * Invariant: a write that throws anywhere before COMMIT leaves nothing behind: no row, no
- * history version, no audit event, no outbox event. Later capabilities hook in through
- * `writeHooks`, never by wrapping an operation.
+ * history version, no audit event, no outbox event. Other modules take part through the
+ * context's `hooks.write` (lib/modules.ts), never by wrapping an operation.
  */
 
 export interface WriteSpec {
@@ -64,15 +64,13 @@ export type InTransactionHook = ((ctx: ServiceContext, tx: Tx, spec: WriteSpec, 
   inStatement?: (ctx: ServiceContext, spec: WriteSpec) => Promise<StatementCheck | 'none' | null>
 }
 
+/** What another module adds to every write (lib/license: expiry, monthly usage, quotas). */
 export interface WriteHooks {
-  before: Array<(ctx: ServiceContext, spec: WriteSpec) => Promise<void>>
-  /** Changes of a hook's own (e.g. the license's monthly usage delta), written with the operation's. */
-  record: Array<(ctx: ServiceContext, spec: WriteSpec) => Change[]>
-  inTransaction: InTransactionHook[]
-  afterCommit: Array<(ctx: ServiceContext, spec: WriteSpec, changes: Change[]) => void>
+  before: (ctx: ServiceContext, spec: WriteSpec) => Promise<void>
+  /** Changes of the hook's own (the license's monthly usage delta), written with the operation's. */
+  record: (ctx: ServiceContext, spec: WriteSpec) => Change[]
+  inTransaction: InTransactionHook
 }
-
-export const writeHooks: WriteHooks = { before: [], record: [], inTransaction: [], afterCommit: [] }
 
 /**
  * An operation statement that carries its own changes: data-modifying CTEs, then a SELECT
@@ -125,26 +123,23 @@ export async function runStatementWrite<R> (ctx: ServiceContext, spec: WriteSpec
     if ((err as { code?: string }).code === RUN_IN_TRANSACTION) return transact(ctx, spec, operation)
     throw translatePgError(err)
   }
-  finish(ctx, spec, rows.map(r => r.change))
+  finish(ctx, rows.map(r => r.change))
   return rows.map(r => r.result as R)
 }
 
 /** The checks a lone statement must carry, or null when the write needs its transaction. */
 async function statementChecks (ctx: ServiceContext, spec: WriteSpec): Promise<StatementCheck[] | null> {
   if (ctx.config.auditSequencing === 'sync' || !isKnownTenant(ctx.tenantId)) return null
-  if (writeHooks.record.some(hook => hook(ctx, spec).length > 0)) return null
-  const checks: StatementCheck[] = []
-  for (const hook of writeHooks.inTransaction) {
-    const c = hook.inStatement === undefined ? null : await hook.inStatement(ctx, spec)
-    if (c === null) return null
-    if (c !== 'none') checks.push(c)
-  }
-  return checks
+  const hooks = ctx.hooks.write
+  if (hooks.record(ctx, spec).length > 0) return null
+  const c = hooks.inTransaction.inStatement === undefined ? null : await hooks.inTransaction.inStatement(ctx, spec)
+  if (c === null) return null
+  return c === 'none' ? [] : [c]
 }
 
 async function guard (ctx: ServiceContext, spec: WriteSpec): Promise<void> {
   await access.authorize(ctx, spec.resource, spec.action)
-  for (const hook of writeHooks.before) await hook(ctx, spec)
+  await ctx.hooks.write.before(ctx, spec)
 }
 
 /**
@@ -169,16 +164,16 @@ async function transact<T> (ctx: ServiceContext, spec: WriteSpec, operation: (w:
         return rows.map(r => r.result as R)
       }
     })
-    for (const hook of writeHooks.record) for (const c of hook(ctx, spec)) { changes.push(c); recorded.push(c) }
+    for (const c of ctx.hooks.write.record(ctx, spec)) { changes.push(c); recorded.push(c) }
     // Audit, outbox and counter rows in one round trip, or handed to the transaction's next
     // folded statement (a nested write that asked for it: ctx.deferChanges).
     if (!(nested && ctx.deferChanges === true && await defer(ctx, spec, tx, recorded))) await writeChanges(ctx, tx, recorded)
-    for (const hook of writeHooks.inTransaction) await hook(ctx, tx, spec, changes)
+    await ctx.hooks.write.inTransaction(ctx, tx, spec, changes)
     if (ctx.config.auditSequencing === 'sync') await audit.sequencePending(tx, ctx.tenantId)
     return value
   })
   rememberTenant(ctx.tenantId)
-  finish(ctx, spec, changes)
+  finish(ctx, changes)
   return result
 }
 
@@ -210,7 +205,8 @@ const identityOf = (ctx: ServiceContext): string =>
  */
 async function defer (ctx: ServiceContext, spec: WriteSpec, tx: Tx, recorded: Change[]): Promise<boolean> {
   if (ctx.config.auditSequencing === 'sync') return false
-  for (const hook of writeHooks.inTransaction) if (hook.inStatement === undefined || await hook.inStatement(ctx, spec) !== 'none') return false
+  const hook = ctx.hooks.write.inTransaction
+  if (hook.inStatement === undefined || await hook.inStatement(ctx, spec) !== 'none') return false
   const identity = identityOf(ctx)
   const held = deferred.get(tx)
   if (held !== undefined) {
@@ -242,13 +238,15 @@ async function takeDeferred (ctx: ServiceContext, db: Queryable): Promise<Change
 }
 
 /**
- * After COMMIT: after-commit hooks and the audit sequencing kick. A write inside a caller's
- * transaction (ctx.db is one: an automation run's effect and outcome) has not committed yet when
- * it returns: its hooks wait for that transaction's COMMIT and get the pool as ctx.db.
+ * After COMMIT: the outbox announces the write's events (lib/outbox `announceCommitted`: the
+ * worker's dispatch and the layers' change counters listen) and the audit sequencing kick. A
+ * write inside a caller's transaction (ctx.db is one: an automation run's effect and outcome) has
+ * not committed yet when it returns: both wait for that transaction's COMMIT, with the pool.
  */
-function finish (ctx: ServiceContext, spec: WriteSpec, changes: Change[]): void {
+function finish (ctx: ServiceContext, changes: Change[]): void {
+  const emitted = changes.some(c => c.event !== undefined)
   const run = (c: ServiceContext) => {
-    for (const hook of writeHooks.afterCommit) hook(c, spec, changes)
+    if (emitted) outbox.announceCommitted(c.db, c.tenantId, c.log)
     if (c.config.auditSequencing === 'async') void c.sequencer?.kick(c.tenantId)
   }
   if (!afterCommit(ctx.db, pool => run({ ...ctx, db: pool }))) run(ctx)

@@ -6,7 +6,7 @@ import { parseArgs } from 'node:util'
 import { loadConfigOrExit } from '../lib/config.js'
 import { issueAccessToken, TENANT_RE } from '../lib/access/index.js'
 import { packageVersion } from '../lib/release/version.js'
-import { embeddedEnv } from '../server/embedded-env.js'
+import { embeddedEnv } from '../embedded/env.js'
 
 const USAGE = `usage: npm run -s token -- --tenant <id> [--roles owner,admin,...] [--sub <subject>] [--scope "objects:read ..."] [--days <n>]
 Defaults: --roles owner, --sub dev, --days 30.`

@@ -1,42 +1,22 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import Koa from 'koa'
-import '../lib/modules.js'
 import Router from '@koa/router'
 import type { Redis } from 'ioredis'
 import type { Config } from '../lib/config.js'
 import type { Db } from '../lib/db.js'
 import type { Logger } from '../lib/log.js'
-import type { AuditKicker, JobSender } from '../lib/context.js'
-import { observe, requestRecorder } from './middleware/observe.js'
-import { errorBodies } from './middleware/errors.js'
-import { jsonBody } from './middleware/body.js'
-import { createLimiter, rateLimit } from './middleware/rate-limit.js'
-import { identify, requireIdentity, requireMetricsToken } from './middleware/auth.js'
-import { requireFeature } from './middleware/license.js'
-import type { RouteGuards } from './openapi/registry.js'
-import { registerPlatformRoutes } from './routes/platform.js'
-import { registerObjectTypeRoutes } from './routes/object-types.js'
-import { registerObjectRoutes } from './routes/objects.js'
-import { registerAuditRoutes } from './routes/audit.js'
-import { registerWorkflowRoutes } from './routes/workflows.js'
-import { registerRuleRoutes } from './routes/rules.js'
-import { registerRelationRoutes } from './routes/relations.js'
-import { registerQueryRoutes } from './routes/queries.js'
-import { registerAutomationRoutes } from './routes/automation.js'
-import { watchQueues } from '../jobs/metrics.js'
-import { registerLicenseRoutes } from './routes/license.js'
-import { registerPermissionRoutes } from './routes/permissions.js'
-import { registerGraphqlRoutes } from './graphql/index.js'
-import { registerLayerRoutes } from './routes/layers.js'
-import { registerOgcRoutes } from './routes/ogc.js'
-import { registerMapPage } from './map/index.js'
-import { groupedRoutes } from './http/route-groups.js'
-import { withTileHits } from './http/tile-hits.js'
-import { withHotReads } from './http/hot-reads.js'
-import { withHotWrites } from './http/hot-writes.js'
-import { withHotIngress } from './http/hot-ingress.js'
+import type { AuditKicker, JobSender, ModuleHooks } from '../lib/context.js'
+import { AppError } from '../lib/errors.js'
 import * as layers from '../lib/layers/index.js'
-import type { RenderCache } from '../lib/layers/index.js'
+import { watchQueues } from '../lib/queues/index.js'
+import { createLimiter } from './middleware/rate-limit.js'
+import { errorAnswer, errorBody } from './middleware/errors.js'
+import { requestIdOf, requestRecorder, requestState } from './middleware/observe.js'
+import { compileRoutes } from './http/guards.js'
+import { exchange, send, type CompiledRoute, type ExchangeDeps } from './http/exchange.js'
+import { withEdge } from './http/edge.js'
+import { splitUrl, type Answer, type Route } from './http/route.js'
+import { declareRoutes } from './routes/index.js'
 
 export interface AppDeps {
   config: Readonly<Config>
@@ -45,73 +25,81 @@ export interface AppDeps {
   sequencer: AuditKicker | null
   jobs: JobSender | null
   redis: Redis | null
+  hooks: ModuleHooks
   /** Rendered exports (lib/layers); createApp makes one when not given. */
-  renderCache?: RenderCache
+  renderCache?: layers.RenderCache
 }
 
-export type RouteRegistrar = (router: Router, guards: RouteGuards, deps: AppDeps) => void
+export interface App {
+  /** The request handler, for http.createServer. */
+  callback: () => (req: IncomingMessage, res: ServerResponse) => void
+  /** Every declared route (what /openapi/v1.json documents). */
+  routes: Route[]
+}
 
-/** Every route module, in one list: the OpenAPI document is built from what these declare. */
-export const ROUTE_MODULES: RouteRegistrar[] = [
-  registerPlatformRoutes,
-  registerObjectTypeRoutes,
-  registerObjectRoutes,
-  registerAuditRoutes,
-  registerWorkflowRoutes,
-  registerRuleRoutes,
-  registerRelationRoutes,
-  registerQueryRoutes,
-  registerAutomationRoutes,
-  registerLicenseRoutes,
-  registerPermissionRoutes,
-  registerGraphqlRoutes,
-  registerLayerRoutes,
-  registerOgcRoutes
-]
-
-/** Builds the Koa app without listening (tests drive app.callback()). */
-export function createApp (appDeps: AppDeps): Koa {
+/**
+ * The API without listening. Every route is declared in server/routes and compiled once with its
+ * guards (server/http/guards.ts); a request reaches its route through the edge
+ * (server/http/edge.ts: the busiest routes) or through Koa's router (all the others), and either
+ * way runs server/http/exchange.ts. Koa answers what no route takes: 404, 405, 501, OPTIONS.
+ */
+export function createApp (appDeps: AppDeps): App {
   const deps = { ...appDeps, renderCache: appDeps.renderCache ?? layers.createRenderCache(appDeps.redis) }
-  const app = new Koa({ proxy: false })
-  const router = new Router()
+  const routes = declareRoutes(deps)
   const limiter = createLimiter({ ...deps.config.rateLimit, redis: deps.redis })
-  const limited = rateLimit(limiter, deps.config.rateLimit.limit)
-  const authDeps = { config: deps.config, db: deps.db, sequencer: deps.sequencer, jobs: deps.jobs }
-  const who = identify(authDeps)
-  const must = requireIdentity(authDeps)
-  const metricsAuth = requireMetricsToken(deps.config)
-
-  // Per-route guards follow the declared auth kind; the order matters: identify before the
-  // limiter (it keys on the identity), the limiter before the 401 (failed logins are counted).
-  // Bodies are parsed last, after routing, limiting and authentication: an unauthenticated or
-  // throttled client never makes us read its body, and a route that takes none ignores it.
-  const body = jsonBody(deps.config.maxBodyBytes)
-  const guards: RouteGuards = spec => {
-    const limit = spec.unlimited === true ? [] : [limited]
-    const parse = spec.body !== undefined ? [body] : []
-    const feature = spec.feature !== undefined ? [requireFeature(spec.feature)] : []
-    switch (spec.auth) {
-      case 'bearer': return [who, ...limit, must, ...feature, ...parse]
-      case 'metrics': return [...limit, metricsAuth]
-      case 'webhook': case 'none': return [...limit, ...parse]
-    }
-  }
-  for (const register of ROUTE_MODULES) register(router, guards, deps)
-  registerMapPage(router, guards)
+  const compiled = compileRoutes(routes, { config: deps.config, db: deps.db, sequencer: deps.sequencer, jobs: deps.jobs, hooks: deps.hooks, limiter })
+  const x: ExchangeDeps = { log: deps.log, recorder: requestRecorder(deps.log) }
   watchQueues(deps.db)
 
-  const recorder = requestRecorder(deps.log)
-  app.use(observe(deps.log, recorder))
-  app.use(errorBodies())
-  app.use(groupedRoutes(router))
+  const router = new Router()
+  for (const r of compiled) {
+    router.register(r.spec.path, [r.spec.method.toUpperCase()], viaKoa(x, r), { name: r.spec.operationId })
+  }
+  const app = new Koa({ proxy: false })
+  app.use(unmatched(x))
+  app.use(router.routes())
   app.use(router.allowedMethods())
-  app.on('error', () => { /* answered by errorBodies; logged there */ })
-  // Tile requests, the hottest object reads, the create and the automation ingress first try the
-  // HTTP edge's fast paths (server/http/tile-hits.ts, hot-reads.ts, hot-writes.ts, hot-ingress.ts);
-  // app.listen and the tests' app.callback() both get the wrapped handler.
-  const koaCallback = app.callback.bind(app)
-  const tileHits = { config: deps.config, auth: authDeps, log: deps.log, limiter, cache: deps.renderCache, recorder }
-  const ingress = { config: deps.config, ingress: deps, limiter, recorder }
-  app.callback = (() => withTileHits(tileHits, withHotReads(tileHits, withHotWrites(tileHits, withHotIngress(ingress, koaCallback() as (req: IncomingMessage, res: ServerResponse) => void))))) as unknown as typeof app.callback
-  return app
+  app.on('error', () => { /* every answer is written by server/http/exchange.ts */ })
+  return {
+    callback: () => withEdge(compiled, x, app.callback() as (req: IncomingMessage, res: ServerResponse) => void),
+    routes
+  }
+}
+
+/** A route as Koa's router runs it: the same exchange as the edge, writing the answer itself. */
+function viaKoa (x: ExchangeDeps, route: CompiledRoute): Koa.Middleware {
+  return ctx => {
+    ctx.respond = false
+    const { path, search } = splitUrl(ctx.req.url ?? '/')
+    return exchange(x, route, ctx.req, ctx.res, path, search, ctx.params as Record<string, string>)
+  }
+}
+
+/**
+ * What no route took: the router's 405 (a known path, another method) and 501 (a method served
+ * nowhere) with Allow, its OPTIONS answer, else 404; in the error body, with a request id and a
+ * log line like any other request.
+ */
+function unmatched (x: ExchangeDeps): Koa.Middleware {
+  return async (ctx, next) => {
+    const started = performance.now()
+    const state = requestState(x.log, requestIdOf(ctx.req.headers['x-request-id']))
+    let answer: Answer
+    try {
+      await next()
+      if (ctx.respond === false) return
+      const allow = ctx.response.get('Allow')
+      answer = ctx.status === 200 && ctx.method === 'OPTIONS'
+        ? { status: 200, headers: { Allow: allow } }
+        : ctx.status === 405 || ctx.status === 501
+          ? { ...errorBody(new AppError('BAD_REQUEST', `method ${ctx.method} ${ctx.status === 405 ? 'is not allowed here' : 'is not implemented'}`, { allow })), status: ctx.status, headers: { Allow: allow } }
+          : errorBody(new AppError('NOT_FOUND', `no route for ${ctx.method} ${ctx.path}`, { path: ctx.path }))
+    } catch (err) {
+      answer = errorAnswer(err, state)
+    }
+    ctx.respond = false
+    const base = { 'X-Request-Id': state.requestId }
+    const status = send(ctx.res, ctx.method, answer, base, state.log)
+    x.recorder.finish(state, ctx.method, 'unmatched', ctx.path, status, started)
+  }
 }

@@ -1,23 +1,19 @@
 import type { JobWithMetadata, PgBoss } from 'pg-boss'
-import type { Logger } from '../lib/log.js'
 import type { Runtime } from '../lib/runtime.js'
-import type { JobSender } from '../lib/context.js'
 import * as automation from '../lib/automation/index.js'
 import {
   AUTOMATION_PRUNE, AUTOMATION_RUN, AUTOMATION_SCHEDULE_SYNC, AUTOMATION_TICK, WEBHOOK_DELIVER,
   type AutomationRunPayload, type AutomationScheduleSyncPayload, type AutomationTickPayload, type WebhookDeliverPayload
-} from '../jobs/contracts.js'
+} from '../lib/queues/index.js'
 import { handleAutomationRun } from '../jobs/handlers/automation-run.js'
 import { handleWebhookDeliver } from '../jobs/handlers/webhook-deliver.js'
 import { handleAutomationTick } from '../jobs/handlers/automation-tick.js'
 import { handleScheduleSync } from '../jobs/handlers/automation-schedule-sync.js'
 import { handleAutomationPrune } from '../jobs/handlers/automation-prune.js'
-import { outboxConsumers } from '../jobs/handlers/outbox-dispatch.js'
-import type { Config } from '../lib/config.js'
 import { workInLoops, type LoopOptions } from './loops.js'
 
-// The automation engine's share of a worker: its outbox consumer and one registration per queue.
-// Every worker runs all of them; pg-boss hands each job to one worker (SKIP LOCKED).
+// The automation engine's share of a worker: one registration per queue. Every worker runs all
+// of them; pg-boss hands each job to one worker (SKIP LOCKED).
 
 /**
  * automation.run: two fetch loops of up to 8 runs each, the runs of a batch executed side by side
@@ -44,9 +40,8 @@ function scheduler (boss: PgBoss): automation.Scheduler {
  * Registers the automation queues; returns a function that wakes this process's run loops, and
  * the stop of the loops' poll timers.
  */
-export async function startAutomation (rt: Runtime, config: Readonly<Config>, log: Logger, jobs: JobSender): Promise<{ wakeRuns: () => void, stop: () => void }> {
-  const deps: automation.EngineDeps = { db: rt.db, config, log, jobs, sequencer: rt.sequencer }
-  outboxConsumers.push(automation.eventConsumer(jobs))
+export async function startAutomation (rt: Runtime, deps: automation.EngineDeps): Promise<{ wakeRuns: () => void, stop: () => void }> {
+  const { config } = deps
   // Embedded mode (no DATABASE_URL): every fetch runs on the one connection the API's requests
   // use, so one run loop (woken at once by dispatches) and two delivery loops looking once a second.
   const embedded = config.databaseUrl === null

@@ -1,6 +1,6 @@
 import '../lib/heap.js'
 import { loadConfigOrExit, requireDatabaseUrl } from '../lib/config.js'
-import '../lib/modules.js'
+import { wireModules } from '../lib/modules.js'
 import { createLogger } from '../lib/log.js'
 import { packageVersion } from '../lib/release/index.js'
 import { onShutdown, startRuntimeOrExit } from '../lib/runtime.js'
@@ -13,7 +13,7 @@ const config = loadConfigOrExit(process.env, packageVersion())
 requireDatabaseUrl(config, 'worker')
 const log = createLogger('worker', config.logLevel)
 const rt = await startRuntimeOrExit(config, log, { worker: true })
-const stopWorker = await startWorker(rt, config, log)
+const stopWorker = await startWorker(rt, config, log, wireModules())
 const metrics = config.workerMetricsPort === null ? null : await serveWorkerMetrics(config.workerMetricsPort, config.metricsToken, log)
 onShutdown(log, async () => {
   await metrics?.close()

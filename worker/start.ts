@@ -1,15 +1,16 @@
 import type { Config } from '../lib/config.js'
+import type { ModuleHooks } from '../lib/context.js'
 import type { Logger } from '../lib/log.js'
 import type { Runtime } from '../lib/runtime.js'
+import * as automation from '../lib/automation/index.js'
 import { createQueues, pgBossSender } from '../jobs/enqueue.js'
-import { OUTBOX_DISPATCH, OUTBOX_PRUNE, QUEUES, TILES_PRERENDER, type OutboxDispatchPayload, type TilesPrerenderPayload } from '../jobs/contracts.js'
-import { handleOutboxDispatch, outboxConsumers } from '../jobs/handlers/outbox-dispatch.js'
+import { OUTBOX_DISPATCH, OUTBOX_PRUNE, QUEUES, TILES_PRERENDER, type OutboxDispatchPayload, type TilesPrerenderPayload } from '../lib/queues/index.js'
+import { handleOutboxDispatch } from '../jobs/handlers/outbox-dispatch.js'
 import { handleTilesPrerender } from '../jobs/handlers/tiles-prerender.js'
 import { handleOutboxPrune } from '../jobs/handlers/outbox-prune.js'
 import * as outbox from '../lib/outbox/index.js'
 import * as counters from '../lib/counters/index.js'
 import * as layers from '../lib/layers/index.js'
-import * as settings from '../lib/settings/index.js'
 import { RUN_LOOPS, startAutomation } from './automation.js'
 import { warmConnections } from '../lib/db.js'
 import * as objectTypes from '../lib/object-types/index.js'
@@ -19,7 +20,7 @@ import * as objectTypes from '../lib/object-types/index.js'
  * fold. Run by worker/main.ts, and inside the API's process in embedded mode. Returns the stop
  * of its timers (pg-boss itself stops with the runtime).
  */
-export async function startWorker (rt: Runtime, config: Readonly<Config>, log: Logger): Promise<() => void> {
+export async function startWorker (rt: Runtime, config: Readonly<Config>, log: Logger, hooks: ModuleHooks): Promise<() => void> {
   await createQueues(rt.boss)
   // pg-boss looks a queue up (and caches it) on first use. Warm that cache now, outside any
   // transaction: embedded mode has one connection, which a transaction sending a job holds.
@@ -29,28 +30,29 @@ export async function startWorker (rt: Runtime, config: Readonly<Config>, log: L
   // And the attribute validators' meta-schema, which the first object a run writes would compile.
   objectTypes.warmValidators()
 
+  const jobs = pgBossSender(rt.boss)
+  // Who receives domain events: the automation engine (rules with object-event triggers) and the
+  // layers (a changed layer's low zooms are prerendered into the shared tile cache).
+  const consumers = [automation.eventConsumer(jobs), layers.prerenderOnObjectEvents(rt.db, jobs)]
   // A dispatch that queued automation runs wakes this process's run worker at once (event-to-run
   // latency), instead of leaving them to its next poll.
   let wakeRuns = () => {}
   // When this process last queued an outbox dispatch that has not started yet (see `check`).
   let queuedAt = -Infinity
   const dispatchWorker = await rt.boss.work<OutboxDispatchPayload>(OUTBOX_DISPATCH.name, { pollingIntervalSeconds: 1, batchSize: 1 },
-    jobs => { queuedAt = -Infinity; return handleOutboxDispatch(rt.db, log, jobs).then(() => wakeRuns()) })
+    batch => { queuedAt = -Infinity; return handleOutboxDispatch({ db: rt.db, log, consumers }, batch).then(() => wakeRuns()) })
   // Retention of delivered events, hourly; one job per tick across the fleet (the schedule's key).
   await rt.boss.work(OUTBOX_PRUNE.name, { pollingIntervalSeconds: 5, batchSize: 1 }, () => handleOutboxPrune(rt.db, log, config.outboxRetentionHours))
   await rt.boss.schedule(OUTBOX_PRUNE.name, '47 * * * *', {}, { key: 'retention', singletonKey: 'retention' })
-  const jobs = pgBossSender(rt.boss)
-  const engine = await startAutomation(rt, config, log, jobs)
+  const engine = await startAutomation(rt, { db: rt.db, config, log, jobs, sequencer: rt.sequencer, hooks })
   wakeRuns = engine.wakeRuns
-  // Layers: object events queue a low-zoom prerender per affected layer, into Redis when set.
   const tileCache = rt.redis === null ? null : layers.createRenderCache(rt.redis)
-  outboxConsumers.push(layers.prerenderOnObjectEvents(rt.db, jobs))
-  await rt.boss.work<TilesPrerenderPayload>(TILES_PRERENDER.name, { pollingIntervalSeconds: 2, batchSize: 1 }, jobs => handleTilesPrerender({ db: rt.db, log, config, cache: tileCache }, jobs))
+  await rt.boss.work<TilesPrerenderPayload>(TILES_PRERENDER.name, { pollingIntervalSeconds: 2, batchSize: 1 }, batch => handleTilesPrerender({ db: rt.db, log, config, hooks, cache: tileCache }, batch))
 
   // Poll the pending-outbox index once a second and queue a dispatch when events wait, so events
-  // are delivered within about a second of their commit. An object write's after-commit notice
-  // (lib/settings `announce`, kind `objects`, sent outside the write's transaction) checks at
-  // once, so an event is usually dispatched milliseconds after its commit. Coalescing is local:
+  // are delivered within about a second of their commit. The outbox announces every write's
+  // committed events (lib/outbox `onCommitted`) and that checks at once, so an event is usually
+  // dispatched milliseconds after its commit. Coalescing is local:
   // while a dispatch this process queued has not started yet (up to a second), no other is
   // queued, since it will claim whatever is pending when it starts; a running dispatch drains
   // until nothing is pending, and what commits after that is announced again.
@@ -74,7 +76,7 @@ export async function startWorker (rt: Runtime, config: Readonly<Config>, log: L
     }
   }
   const poll = setInterval(() => { void check() }, 1000)
-  const unsubscribe = settings.onChange(rt.db, kind => { if (kind === 'objects') void check() })
+  const unsubscribe = outbox.onCommitted(rt.db, () => { void check() })
   // Fold counter deltas (lib/counters) so that totals stay index-only sums over a few rows, then
   // vacuum away the rows folds deleted (writes fold licensed counters too). Two workers folding at
   // once is harmless: each deletes only rows it sees, and sums never move.

@@ -1,5 +1,5 @@
 import type { Db } from '../../lib/db.js'
-import type { ServiceContext } from '../../lib/context.js'
+import type { ModuleHooks, ServiceContext } from '../../lib/context.js'
 import { loadConfig } from '../../lib/config.js'
 import { createLogger } from '../../lib/log.js'
 import { computePermissions } from '../../lib/access/index.js'
@@ -13,7 +13,7 @@ export const DEMO_TYPE_KEY = 'site'
  * A demo tenant with one published object type. Goes through the domain services (so it is
  * audited like any other change) and does nothing when the type already exists.
  */
-export async function seedDemo (db: Db): Promise<{ tenant: string, typeId: string, created: boolean }> {
+export async function seedDemo (db: Db, hooks: ModuleHooks): Promise<{ tenant: string, typeId: string, created: boolean }> {
   const existing = await db('object_types').where({ tenant_id: DEMO_TENANT, key: DEMO_TYPE_KEY }).whereNull('deleted_at').first('id')
   if (existing) return { tenant: DEMO_TENANT, typeId: existing.id, created: false }
   const ctx: ServiceContext = {
@@ -26,7 +26,8 @@ export async function seedDemo (db: Db): Promise<{ tenant: string, typeId: strin
     db,
     config: loadConfig({ DATABASE_URL: 'postgres://unused', AUTH_DISABLED: 'true' }),
     jobs: null,
-    sequencer: null
+    sequencer: null,
+    hooks
   }
   const t = await objectTypes.createObjectType(ctx, {
     key: DEMO_TYPE_KEY,

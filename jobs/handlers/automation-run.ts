@@ -1,7 +1,7 @@
 import type { Job } from 'pg-boss'
 import { parse } from '../../lib/validation.js'
 import * as automation from '../../lib/automation/index.js'
-import { AUTOMATION_RUN, type AutomationRunPayload } from '../contracts.js'
+import { AUTOMATION_RUN, type AutomationRunPayload } from '../../lib/queues/index.js'
 
 /**
  * automation.run: executes the queued runs of a fetched batch, each in its own transaction, side

@@ -1,7 +1,7 @@
 import type { Job } from 'pg-boss'
 import { parse } from '../../lib/validation.js'
 import * as automation from '../../lib/automation/index.js'
-import { AUTOMATION_SCHEDULE_SYNC, type AutomationScheduleSyncPayload } from '../contracts.js'
+import { AUTOMATION_SCHEDULE_SYNC, type AutomationScheduleSyncPayload } from '../../lib/queues/index.js'
 
 /** automation.schedule-sync: a rule was published, deactivated or deleted; align its pg-boss schedule. */
 export async function handleScheduleSync (deps: automation.EngineDeps, scheduler: automation.Scheduler, jobs: Array<Job<AutomationScheduleSyncPayload>>): Promise<void> {

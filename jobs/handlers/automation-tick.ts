@@ -1,7 +1,7 @@
 import type { JobWithMetadata } from 'pg-boss'
 import { parse } from '../../lib/validation.js'
 import * as automation from '../../lib/automation/index.js'
-import { AUTOMATION_TICK, type AutomationTickPayload } from '../contracts.js'
+import { AUTOMATION_TICK, type AutomationTickPayload } from '../../lib/queues/index.js'
 
 /** automation.tick: pg-boss's scheduler sent one occurrence of a rule's schedule; queue its run. */
 export async function handleAutomationTick (deps: automation.EngineDeps, jobs: Array<JobWithMetadata<AutomationTickPayload>>): Promise<void> {

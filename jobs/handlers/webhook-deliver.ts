@@ -1,7 +1,7 @@
 import type { Job } from 'pg-boss'
 import { parse } from '../../lib/validation.js'
 import * as automation from '../../lib/automation/index.js'
-import { WEBHOOK_DELIVER, type WebhookDeliverPayload } from '../contracts.js'
+import { WEBHOOK_DELIVER, type WebhookDeliverPayload } from '../../lib/queues/index.js'
 
 /** webhook.deliver: one attempt of an outgoing webhook; the next attempt is its own job. */
 export async function handleWebhookDeliver (deps: automation.EngineDeps, jobs: Array<Job<WebhookDeliverPayload>>): Promise<void> {

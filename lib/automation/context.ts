@@ -3,7 +3,7 @@ import type { Permissions } from '../access/index.js'
 import * as policy from '../policy/index.js'
 
 /** What the engine needs to build a context: a worker's long-lived dependencies. */
-export type EngineDeps = Pick<ServiceContext, 'db' | 'config' | 'log' | 'jobs' | 'sequencer'>
+export type EngineDeps = Pick<ServiceContext, 'db' | 'config' | 'log' | 'jobs' | 'sequencer' | 'hooks'>
 
 /** A context for engine bookkeeping in a tenant (no user behind it). */
 export function engineContext (deps: EngineDeps, tenantId: string, requestId: string): ServiceContext {

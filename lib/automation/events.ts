@@ -1,7 +1,7 @@
 import type { JobSender } from '../context.js'
 import type { Tx } from '../db.js'
 import type * as outbox from '../outbox/index.js'
-import { AUTOMATION_RUN } from '../../jobs/contracts.js'
+import { AUTOMATION_RUN } from '../queues/contracts.js'
 import * as sql from './sql.js'
 import { MAX_CAUSATION_DEPTH, recordStoppedRun, type TriggerSpec } from './trigger.js'
 

@@ -6,12 +6,12 @@ import { runWrite, type WriteSpec } from '../pipeline.js'
 import { evaluateLogic, truthy } from '../jsonlogic.js'
 import * as objects from '../objects/index.js'
 import * as workflows from '../workflows/index.js'
-import { WEBHOOK_DELIVER } from '../../jobs/contracts.js'
+import { WEBHOOK_DELIVER } from '../queues/contracts.js'
 import * as sql from './sql.js'
 import type { Effect, RuleContent } from './definition.js'
 import { evaluateMatches, type MatchSpec } from './match.js'
 import { render, renderText, TemplateError, usesObject, type TemplateScope } from './templates.js'
-import { assertTenantGate, refusalOf } from './hooks.js'
+import { refusalOf } from './refusal.js'
 import { LRUCache } from 'lru-cache'
 import { ruleContext } from './context.js'
 import { finishRun, type Step } from './finish.js'
@@ -266,5 +266,5 @@ async function attempt (ctx: ServiceContext, runId: string): Promise<boolean> {
 
 /** The tenant's switches (the license's automation feature): a refusal fails the run with its code. */
 function gate (ctx: ServiceContext): Promise<{ code: string, message: string } | null> {
-  return refusalOf(assertTenantGate(ctx))
+  return refusalOf(ctx.hooks.automationGate(ctx))
 }

@@ -5,7 +5,6 @@ import * as sql from './sql.js'
 import { readWebhookToken, tokenMatches } from './secrets.js'
 import { queueRunAtOnce } from './trigger.js'
 import { engineContext, type EngineDeps } from './context.js'
-import { assertTenantGate } from './hooks.js'
 
 // POST /v1/automation/triggers/{slug}: authenticate by the rule's token, record a queued run and
 // enqueue it, in one statement (trigger.ts queueRunAtOnce); nothing else happens in the request
@@ -39,7 +38,8 @@ export async function acceptWebhook (deps: IngressDeps, slug: string, token: str
   const live = rule.status !== 'draft' && rule.live_slug === slug && rule.live_content !== null && rule.live_version !== null
   // Only a call whose rule is not live with the slug pays this read; the accepted call does not.
   if (!live && await sql.otherRuleIsLiveWithSlug(deps.db, claim.tenantId, slug, rule.id)) unauthorized()
-  await assertTenantGate(engineContext(deps, claim.tenantId, idempotencyKey ?? randomUUID()))
+  const ctx = engineContext(deps, claim.tenantId, idempotencyKey ?? randomUUID())
+  await ctx.hooks.automationGate(ctx)
   if (!live) throw new AppError('NOT_FOUND', `no active or sandbox automation rule has the webhook slug "${slug}"`, { resource: 'automation trigger', id: slug })
   const requestId = idempotencyKey ?? randomUUID()
   const runId = await queueRunAtOnce(deps.db, claim.tenantId, deps.jobs, {

@@ -1,6 +1,6 @@
 import type { ServiceContext } from '../context.js'
 import { withTransaction } from '../db.js'
-import { AUTOMATION_TICK } from '../../jobs/contracts.js'
+import { AUTOMATION_TICK } from '../queues/contracts.js'
 import * as sql from './sql.js'
 import { queueRun } from './trigger.js'
 

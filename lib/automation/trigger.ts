@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import type { JobSender } from '../context.js'
 import { withTransaction, type Db, type Tx } from '../db.js'
-import { AUTOMATION_RUN } from '../../jobs/contracts.js'
+import { AUTOMATION_RUN } from '../queues/contracts.js'
 import * as sql from './sql.js'
 
 // How every trigger becomes a run: a `queued` run row keyed by (tenant, rule, trigger key) and an

@@ -1,14 +1,14 @@
 import type { ServiceContext } from '../context.js'
 import { withTransaction, type Tx } from '../db.js'
 import { assertMayWrite, type WriteSpec } from '../pipeline.js'
-import { WEBHOOK_DELIVER } from '../../jobs/contracts.js'
+import { WEBHOOK_DELIVER } from '../queues/contracts.js'
 import * as sql from './sql.js'
 import { maxAttempts, type WebhookEffect } from './definition.js'
 import { callOnce, type CallResult } from './http.js'
 import { signBody } from './secrets.js'
 import { ruleContext } from './context.js'
 import { finishRun } from './finish.js'
-import { refusalOf } from './hooks.js'
+import { refusalOf } from './refusal.js'
 
 // One attempt of a webhook effect (a webhook.deliver job). The call happens outside any
 // transaction; its outcome is then recorded on the run under the run's lock, with the next

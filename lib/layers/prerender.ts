@@ -1,6 +1,6 @@
 import type { Db, Queryable } from '../db.js'
 import type { JobSender } from '../context.js'
-import { TILES_PRERENDER } from '../../jobs/contracts.js'
+import { TILES_PRERENDER } from '../queues/contracts.js'
 import * as sql from './sql.js'
 
 type ObjectEvent = { tenant_id: string, type: string, payload: unknown }

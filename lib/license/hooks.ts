@@ -1,25 +1,13 @@
 import type { ServiceContext } from '../context.js'
 import type { Tx } from '../db.js'
-import { writeHooks, type Change, type InTransactionHook, type WriteSpec } from '../pipeline.js'
-import { queryHooks } from '../queries/index.js'
-import { automationHooks } from '../automation/index.js'
-import { assertFeature, assertWritable, checkQuota, countQueryRun, effectiveLicense, limitOf, monthlyDelta } from './service.js'
+import type { Change, InTransactionHook, WriteHooks, WriteSpec } from '../pipeline.js'
+import { assertWritable, checkQuota, effectiveLicense, limitOf, monthlyDelta } from './service.js'
 import { LIMITS } from './limits.js'
 import { quotaStatementCheck } from './quota.js'
 
 // The license's part of every write (lib/pipeline): refused while expired (before the
 // transaction), the monthly usage delta recorded with the write's own rows, and the quota checked
-// last inside the transaction, after the write's counter deltas are in. Query runs are counted
-// through lib/queries' hook; the automation switch through lib/automation's. Wired once by lib/modules.ts.
-
-writeHooks.before.push(async (ctx, spec) => {
-  if (spec.resource !== 'license') await assertWritable(ctx)
-})
-
-writeHooks.record.push((_ctx, spec) => {
-  const delta = spec.limit === undefined ? null : monthlyDelta(spec.limit, new Date())
-  return delta === null ? [] : [{ counts: [delta] }]
-})
+// last inside the transaction, after the write's counter deltas are in. lib/modules.ts wires it.
 
 /** The limit this write counts against under the tenant's license, or null for none. */
 async function enforcedLimit (ctx: ServiceContext, spec: WriteSpec): Promise<{ code: string, limit: number } | null> {
@@ -29,7 +17,7 @@ async function enforcedLimit (ctx: ServiceContext, spec: WriteSpec): Promise<{ c
   return limit === null ? null : { code, limit }
 }
 
-const quotaHook: InTransactionHook = Object.assign(async (ctx: ServiceContext, tx: Tx, spec: WriteSpec, changes: Change[]) => {
+const quota: InTransactionHook = Object.assign(async (ctx: ServiceContext, tx: Tx, spec: WriteSpec, changes: Change[]) => {
   const enforced = await enforcedLimit(ctx, spec)
   if (enforced === null) return
   const { counter, monthly } = LIMITS[enforced.code]
@@ -45,10 +33,14 @@ const quotaHook: InTransactionHook = Object.assign(async (ctx: ServiceContext, t
     return LIMITS[enforced.code].monthly ? null : quotaStatementCheck(ctx.tenantId, enforced.code, enforced.limit)
   }
 })
-writeHooks.inTransaction.push(quotaHook)
 
-queryHooks.beforeRun.push(ctx => countQueryRun(ctx))
-
-// The webhook ingress authenticates by the rule's token, not through a RouteSpec with `feature`,
-// and runs execute on the worker: both ask here whether the tenant's license has automation on.
-automationHooks.tenantGate.push(ctx => assertFeature(ctx, 'automation'))
+export const writeHooks: WriteHooks = {
+  before: async (ctx, spec) => {
+    if (spec.resource !== 'license') await assertWritable(ctx)
+  },
+  record: (_ctx, spec) => {
+    const delta = spec.limit === undefined ? null : monthlyDelta(spec.limit, new Date())
+    return delta === null ? [] : [{ counts: [delta] }]
+  },
+  inTransaction: quota
+}

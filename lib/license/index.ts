@@ -8,3 +8,4 @@ export {
   effectiveLicense, statusOf, assertWritable, assertFeature, limitOf, checkQuota, countQueryRun,
   getLicense, installLicense, deploymentFingerprint, type EffectiveLicense, type LicenseDto, type InstallResult
 } from './service.js'
+export { writeHooks } from './hooks.js'

@@ -1,5 +1,5 @@
 export * as schema from './schema.js'
-export { createObjectType, getObjectType, getObjectTypesByIds, listObjectTypes, patchObjectType, publishObjectType, deleteObjectType, validateAgainstType, objectTypeRegistry, references, assertTypeInTenant } from './service.js'
+export { createObjectType, getObjectType, getObjectTypesByIds, listObjectTypes, patchObjectType, publishObjectType, deleteObjectType, validateAgainstType, objectTypeRegistry, assertTypeInTenant } from './service.js'
 export { findPublished } from './sql.js'
 export { publishedType, forgetPublished, type Published } from './published-cache.js'
 export { validateCandidate, warmValidators, type TypeDefinition, type Candidate, type Fault } from './definition.js'

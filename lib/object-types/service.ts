@@ -24,14 +24,6 @@ type DefinitionInput = Partial<{
   publicIdTemplate: string | null
 }>
 
-/**
- * Checks that a referenced workflow exists in the tenant. The workflows module registers the
- * real check; until then no workflow can be referenced.
- */
-export const references = {
-  workflowExists: async (_ctx: ServiceContext, _tx: unknown, _id: string): Promise<boolean> => false
-}
-
 function mergeDefinition (base: TypeDefinition | null, input: DefinitionInput): TypeDefinition {
   return {
     name: input.name ?? base?.name ?? '',
@@ -47,8 +39,8 @@ function mergeDefinition (base: TypeDefinition | null, input: DefinitionInput): 
   }
 }
 
-async function checkReferences (ctx: ServiceContext, tx: unknown, def: TypeDefinition): Promise<void> {
-  if (def.workflowId !== null && !(await references.workflowExists(ctx, tx, def.workflowId))) {
+async function checkReferences (ctx: ServiceContext, tx: Tx, def: TypeDefinition): Promise<void> {
+  if (def.workflowId !== null && !(await ctx.hooks.workflowExists(ctx, tx, def.workflowId))) {
     throw validationError('workflowId', `workflow ${def.workflowId} does not exist in this tenant`)
   }
 }

@@ -17,11 +17,6 @@ import { mergePatch } from './merge-patch.js'
 import { renderPublicId, usesSequence } from './public-id.js'
 import { toHistoryItem, toObjectDto, type ObjectDto } from './dto.js'
 
-/** Workflows register how a new object gets its initial state; without them it is null. */
-export const workflowHooks = {
-  initialState: async (_ctx: ServiceContext, _db: Queryable, _workflowId: string): Promise<string | null> => null
-}
-
 interface CreateInput { typeId: string, attributes?: Record<string, unknown>, geometry?: Geometry | null, validFrom?: string }
 interface PatchInput { attributes?: Record<string, unknown>, geometry?: Geometry | null, validFrom?: string }
 
@@ -183,7 +178,7 @@ async function prepareCreate (ctx: ServiceContext, db: Queryable, seqTx: Tx | nu
   const id = randomUUID()
   let workflowState: string | null = null
   if (def.workflowId !== null) {
-    if (!initialStates.has(def.workflowId)) initialStates.set(def.workflowId, workflowHooks.initialState(ctx, db, def.workflowId))
+    if (!initialStates.has(def.workflowId)) initialStates.set(def.workflowId, ctx.hooks.initialState(ctx, db, def.workflowId))
     workflowState = await initialStates.get(def.workflowId)!
   }
   assertValid(pub, input.typeId, { typeId: input.typeId, attributes, geometry, workflowState })

@@ -1,11 +1,14 @@
-import type { Statement } from '../db.js'
+import type { Db, Statement } from '../db.js'
 import type { Causation } from '../context.js'
+import type { Logger } from '../log.js'
+import * as settings from '../settings/index.js'
 import * as sql from './sql.js'
 
-// Domain events (CONTRACT "Automation": object.*, relation.*), written in the same transaction as
-// the change they describe and delivered by the worker (jobs/handlers/outbox-dispatch.ts).
-// No NOTIFY on write: NOTIFY serialises every committing transaction of the database on one
-// queue lock. The worker polls the pending index instead (worker/main.ts).
+// Domain events (docs/behaviour.md "Automation": object.*, relation.*), written in the same
+// transaction as the change they describe and delivered by the worker (jobs/handlers/outbox-dispatch.ts).
+// No NOTIFY inside the write: NOTIFY serialises every committing transaction of the database on
+// one queue lock. The pipeline announces committed events afterwards (`announceCommitted`), and
+// the worker also polls the pending index (worker/start.ts).
 
 export type { DomainEvent, OutboxRow } from './sql.js'
 export { claimAndDeliver, deliverPending, retryDelaySeconds, RETRY_MAX_SECONDS, type OutboxConsumer, type DeliveryResult, type DeliveryOptions } from './deliver.js'
@@ -24,4 +27,17 @@ export function emitStatement (tenantId: string, events: sql.DomainEvent[], caus
 /** The same events read from rows `e(v, n)` of the statement they are folded into (lib/pipeline). */
 export function emitFromStatement (tenantId: string, rows: string, causation?: Causation): Statement {
   return sql.emitFromStatement(tenantId, rows, causation ?? null)
+}
+
+/** After a write with domain events committed: wakes every process listening (`onCommitted`). */
+export function announceCommitted (db: Db, tenantId: string, log?: Logger): void {
+  settings.announce(db, 'outbox', tenantId, log)
+}
+
+/**
+ * Calls `listener` when a write of a tenant committed domain events, in this process or another
+ * (tenant null: the feed reconnected and may have missed some). Returns the unsubscribe.
+ */
+export function onCommitted (db: Db, listener: (tenantId: string | null) => void): () => void {
+  return settings.onChange(db, (kind, tenantId) => { if (kind === 'outbox') listener(tenantId) })
 }

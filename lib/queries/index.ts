@@ -1,5 +1,5 @@
 export * as schema from './schema.js'
-export { runQuery, runQueryJson, queryObjects, queryObjectsJson, explainQuery, queryHooks, type QueryPage, type GraphResult } from './service.js'
+export { runQuery, runQueryJson, queryObjects, queryObjectsJson, explainQuery, type QueryPage, type GraphResult } from './service.js'
 export { parseRunQuery, fromListParams, type ListParams } from './parse.js'
 export { compileFilter, whereClause, orderBy, SERIAL_PLAN } from './compile.js'
 export { LIMITS } from './fields.js'

@@ -7,12 +7,6 @@ import * as sql from './sql.js'
 import { toAggregateDto, type QueryItem } from './dto.js'
 import type { GraphSpec, Query } from './types.js'
 
-/**
- * Hooks run before each query run (POST /v1/queries/objects/run), after validation: the
- * license module counts `query_count` and checks the `queries` feature here.
- */
-export const queryHooks: { beforeRun: Array<(ctx: ServiceContext) => Promise<void>> } = { beforeRun: [] }
-
 export type QueryPage = Page<QueryItem> & { aggregations?: Array<ReturnType<typeof toAggregateDto>> }
 export type GraphResult = sql.GraphRows
 
@@ -25,7 +19,7 @@ export async function runQuery (ctx: ServiceContext, body: unknown): Promise<Que
 export async function runQueryJson (ctx: ServiceContext, body: unknown): Promise<string> {
   await access.authorize(ctx, 'objects', 'read')
   const q = parseRunQuery(body)
-  for (const hook of queryHooks.beforeRun) await hook(ctx)
+  await ctx.hooks.beforeQueryRun(ctx) // lib/license counts query_count
   return q.graph === null ? findObjects(ctx, q) : JSON.stringify(await expandGraph(ctx, q, q.graph))
 }
 

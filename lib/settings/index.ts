@@ -11,10 +11,10 @@ import * as sql from './sql.js'
  */
 
 /**
- * What a notification names: a tenant's license or policy, its layer definitions, or its objects
- * (any object write: the per-type change counters the layer ETags derive from moved).
+ * What a notification names: a tenant's license or policy, its layer definitions, or the outbox
+ * (a write committed domain events: lib/outbox `announceCommitted`).
  */
-export const SETTINGS_KINDS = ['license', 'policy', 'layers', 'objects'] as const
+export const SETTINGS_KINDS = ['license', 'policy', 'layers', 'outbox'] as const
 export type SettingsKind = typeof SETTINGS_KINDS[number]
 const isKind = (k: string): k is SettingsKind => (SETTINGS_KINDS as readonly string[]).includes(k)
 
@@ -43,7 +43,7 @@ function emit (feed: Feed, kind: SettingsKind, tenantId: string | null): void {
 
 /**
  * Calls `listener` for every change this pool's feed hears of (a reconnect reports every kind with
- * tenant null). Returns the unsubscribe. The worker wakes its outbox dispatch on `objects`.
+ * tenant null). Returns the unsubscribe.
  */
 export function onChange (db: Db, listener: Listener): () => void {
   const feed = feedOf(db)
@@ -182,9 +182,10 @@ function drop (s: CacheState<unknown>, tenantId: string): void {
 }
 
 /**
- * Announces a change that was committed WITHOUT `changedStatement` in its transaction (object
- * writes: a NOTIFY there would serialise every committing write of the database on the notify
- * queue lock, see lib/outbox). Sent just after the commit from the pool, coalesced: an
+ * Announces a change that was committed WITHOUT `changedStatement` in its transaction (writes
+ * with domain events: a NOTIFY there would serialise every committing write of the database on
+ * the notify queue lock, see lib/outbox). This process's listeners hear it at once; other
+ * processes through a NOTIFY sent just after the commit from the pool, coalesced: an
  * announcement after a quiet spell goes at once, and while writes keep coming they go together
  * at most once per ANNOUNCE_INTERVAL_MS (the tenants changed meanwhile in one statement however
  * many writes). So a lone write reaches other processes within milliseconds, and a busy writer
@@ -194,8 +195,9 @@ function drop (s: CacheState<unknown>, tenantId: string): void {
  * `maxAgeMs` bounds what a lost announcement costs.
  */
 export function announce (db: Db, kind: SettingsKind, tenantId: string, log?: Logger): void {
+  emit(feedOf(db), kind, tenantId)
   // Embedded mode: the data folder is locked to this process, whose feed is the only listener.
-  if (engineOf(db).kind === 'pglite') { emit(feedOf(db), kind, tenantId); return }
+  if (engineOf(db).kind === 'pglite') return
   let a = announcers.get(db)
   if (a === undefined) announcers.set(db, a = { pending: new Set(), busy: false, lastAt: 0 })
   a.pending.add(`${kind}:${tenantId}`)

@@ -1,15 +1,16 @@
+import type { ServiceContext } from '../context.js'
 import type { Queryable } from '../db.js'
-import * as objects from '../objects/index.js'
-import * as objectTypes from '../object-types/index.js'
 import * as sql from './sql.js'
 
-// Registered at import time by lib/modules.ts, which every entry point imports.
+// What lib/objects and lib/object-types ask of workflows (lib/modules.ts wires them in).
 
-objectTypes.references.workflowExists = async (ctx, tx, id) =>
-  sql.workflowExists((tx ?? ctx.db) as Queryable, ctx.tenantId, id)
+/** Whether a type of this tenant may name the workflow. */
+export async function workflowExists (ctx: ServiceContext, db: Queryable, id: string): Promise<boolean> {
+  return sql.workflowExists(db, ctx.tenantId, id)
+}
 
 /** A new object starts in the initial state of the latest version of its type's workflow. */
-objects.workflowHooks.initialState = async (ctx, tx, workflowId) => {
-  const wf = await sql.findWorkflow(tx, ctx.tenantId, workflowId)
+export async function initialState (ctx: ServiceContext, db: Queryable, workflowId: string): Promise<string | null> {
+  const wf = await sql.findWorkflow(db, ctx.tenantId, workflowId)
   return wf?.definition.initialState ?? null
 }

@@ -4,3 +4,4 @@ export { explainTransitions, transitionObject, type ExplainResult } from './tran
 export { evaluateGuardLists, permissionOutcome, type GuardResult, type GuardSubject } from './guards.js'
 export { checkWorkflowDefinition, normalizeDefinition, transitionsFrom, type Guard, type WorkflowDefinition, type Transition, type State } from './definition.js'
 export type { WorkflowDto } from './dto.js'
+export { initialState, workflowExists } from './hooks.js'

@@ -1,11 +1,10 @@
-import { ApolloServer } from '@apollo/server'
+import { Readable } from 'node:stream'
+import { ApolloServer, HeaderMap } from '@apollo/server'
 import { ApolloServerPluginCacheControlDisabled, ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled'
-import { koaMiddleware } from '@as-integrations/koa'
-import type { RouteRegistrar } from '../app.js'
-import { defineRoute, type RouteSpec } from '../openapi/registry.js'
+import type { RouteModule } from '../routes/index.js'
+import { JSON_TYPE, route, type Answer, type RouteRequest, type RouteSpec } from '../http/route.js'
 import { parse, parseQuery } from '../../lib/validation.js'
 import { MAX_JSON_DEPTH } from '../../lib/storable.js'
-import { service } from '../http/common.js'
 import { graphqlContext, type GraphqlContext } from './context.js'
 import { graphqlSchema, printedSchema } from './schema.js'
 import { costLimit, depthRule, MAX_COST, MAX_DEPTH } from './limits.js'
@@ -89,48 +88,63 @@ function createApollo (): ApolloServer<GraphqlContext> {
   return apollo
 }
 
-export const registerGraphqlRoutes: RouteRegistrar = (router, guards, deps) => {
+/** One GraphQL request through Apollo's framework-neutral entry point, answered like any route. */
+async function execute (apollo: ApolloServer<GraphqlContext>, req: RouteRequest): Promise<Answer> {
+  const headers = new HeaderMap()
+  for (const [key, value] of Object.entries(req.headers)) {
+    if (value !== undefined) headers.set(key, Array.isArray(value) ? value.join(', ') : value)
+  }
+  const q = req.url.indexOf('?')
+  const r = await apollo.executeHTTPGraphQLRequest({
+    httpGraphQLRequest: { method: req.method.toUpperCase(), headers, search: q === -1 ? '' : req.url.slice(q), body: req.body },
+    context: async () => graphqlContext(req.service)
+  })
+  const type = r.headers.get('content-type') ?? JSON_TYPE
+  r.headers.delete('content-type')
+  const bytes = r.body.kind === 'complete' ? r.body.string : Readable.from(r.body.asyncIterator)
+  return { status: r.status ?? 200, headers: Object.fromEntries(r.headers), bytes, type }
+}
+
+export const graphqlRoutes: RouteModule = deps => {
   const apollo = createApollo()
-  const execute = koaMiddleware(apollo, { context: async ({ ctx }) => graphqlContext(service(ctx)) })
   const endpoint = { path: '/v1/graphql', tag: 'graphql', auth: 'bearer', feature: 'graphql', errors: [400] } satisfies Partial<RouteSpec>
 
-  defineRoute(router, guards, {
-    ...endpoint, method: 'post', operationId: 'graphql',
-    summary: 'Run a GraphQL query or mutation',
-    description: `Every operation of the schema at /graphql/schema.gql. ${LIMITS_TEXT} Only JSON bodies are accepted ` +
-      '(Content-Type application/json or another +json type), so browsers cannot send one cross-site without a preflight. One operation per request (no batching).',
-    body: GraphqlRequestBody,
-    responses: { 200: { description: 'the result (errors, if any, in errors[])', schema: GraphqlResponse } },
-    example: { summary: 'The first ten objects', body: GraphqlRequestBody.example, status: 200, after: ['createObjects'] }
-  }, async (ctx, next) => {
-    parse(GraphqlRequestBody, ctx.request.body)
-    return execute(ctx, next)
-  })
+  return [
+    route({
+      ...endpoint, method: 'post', operationId: 'graphql',
+      summary: 'Run a GraphQL query or mutation',
+      description: `Every operation of the schema at /graphql/schema.gql. ${LIMITS_TEXT} Only JSON bodies are accepted ` +
+        '(Content-Type application/json or another +json type), so browsers cannot send one cross-site without a preflight. One operation per request (no batching).',
+      body: GraphqlRequestBody,
+      responses: { 200: { description: 'the result (errors, if any, in errors[])', schema: GraphqlResponse } },
+      example: { summary: 'The first ten objects', body: GraphqlRequestBody.example, status: 200, after: ['createObjects'] }
+    }, req => {
+      parse(GraphqlRequestBody, req.body)
+      return execute(apollo, req)
+    }),
 
-  defineRoute(router, guards, {
-    ...endpoint, method: 'get', operationId: 'graphqlQuery',
-    summary: 'Run a GraphQL query by GET (mutations only by POST)',
-    description: 'Apollo\'s CSRF prevention applies: send the header `apollo-require-preflight: true` (or any non-empty ' +
-      `\`x-apollo-operation-name\`), else the answer is 400. A mutation by GET is answered 405. ${LIMITS_TEXT}`,
-    query: GraphqlGetQuery,
-    headers: { 'apollo-require-preflight': { description: 'Any non-empty value (CSRF prevention); without it, or x-apollo-operation-name, the answer is 400', required: false, schema: { type: 'string' } } },
-    responses: { 200: { description: 'the result (errors, if any, in errors[])', schema: GraphqlResponse } },
-    example: { summary: 'Object ids and public ids by GET', query: { query: '{ objects(limit: 5) { id publicId } }' }, headers: { 'apollo-require-preflight': 'true' }, status: 200, after: ['createObjects'] }
-  }, async (ctx, next) => {
-    // The documented parameters, checked like the POST body: a missing or empty query or an unknown
-    // parameter is a 400 in the error body, before Apollo reads the request.
-    parseQuery(GraphqlGetQuery, ctx.query)
-    return execute(ctx, next)
-  })
+    route({
+      ...endpoint, method: 'get', operationId: 'graphqlQuery',
+      summary: 'Run a GraphQL query by GET (mutations only by POST)',
+      description: 'Apollo\'s CSRF prevention applies: send the header `apollo-require-preflight: true` (or any non-empty ' +
+        `\`x-apollo-operation-name\`), else the answer is 400. A mutation by GET is answered 405. ${LIMITS_TEXT}`,
+      query: GraphqlGetQuery,
+      headers: { 'apollo-require-preflight': { description: 'Any non-empty value (CSRF prevention); without it, or x-apollo-operation-name, the answer is 400', required: false, schema: { type: 'string' } } },
+      responses: { 200: { description: 'the result (errors, if any, in errors[])', schema: GraphqlResponse } },
+      example: { summary: 'Object ids and public ids by GET', query: { query: '{ objects(limit: 5) { id publicId } }' }, headers: { 'apollo-require-preflight': 'true' }, status: 200, after: ['createObjects'] }
+    }, req => {
+      // The documented parameters, checked like the POST body: a missing or empty query or an unknown
+      // parameter is a 400 in the error body, before Apollo reads the request.
+      parseQuery(GraphqlGetQuery, req.query)
+      return execute(apollo, req)
+    }),
 
-  defineRoute(router, guards, {
-    method: 'get', path: '/graphql/schema.gql', operationId: 'graphqlSchema', tag: 'graphql', auth: 'none',
-    summary: 'The GraphQL schema (SDL), printed from the running schema',
-    description: 'Public. The first line names the release the schema belongs to.',
-    responses: { 200: { description: 'GraphQL SDL', contentType: 'text/plain', schema: { type: 'string' } } },
-    example: { summary: 'The schema', status: 200 }
-  }, ctx => {
-    ctx.type = 'text/plain; charset=utf-8'
-    ctx.body = printedSchema(deps.config.release)
-  })
+    route({
+      method: 'get', path: '/graphql/schema.gql', operationId: 'graphqlSchema', tag: 'graphql', auth: 'none',
+      summary: 'The GraphQL schema (SDL), printed from the running schema',
+      description: 'Public. The first line names the release the schema belongs to.',
+      responses: { 200: { description: 'GraphQL SDL', contentType: 'text/plain', schema: { type: 'string' } } },
+      example: { summary: 'The schema', status: 200 }
+    }, () => ({ bytes: printedSchema(deps.config.release), type: 'text/plain; charset=utf-8' }))
+  ]
 }

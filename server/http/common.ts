@@ -1,10 +1,6 @@
-import type { Context } from 'koa'
-import type { ServiceContext } from '../../lib/context.js'
 import { Uuid } from '../../lib/schemas.js'
 
-export function service (ctx: Context): ServiceContext {
-  return ctx.state.service as ServiceContext
-}
+// Parameter and header declarations several routes share (for the OpenAPI document).
 
 export const idParam = { id: { description: 'Resource id (UUID)', schema: Uuid } }
 

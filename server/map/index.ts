@@ -1,8 +1,7 @@
 import fs from 'node:fs'
 import path from 'node:path'
 import { createRequire } from 'node:module'
-import type Router from '@koa/router'
-import { defineRoute, type RouteGuards } from '../openapi/registry.js'
+import { route, type Route } from '../http/route.js'
 import { PAGE_HTML, PAGE_JS } from './page.js'
 
 // GET /map: a page that shows one layer's vector tiles (MapLibre GL JS, served from our own
@@ -22,21 +21,19 @@ const ASSETS: Record<string, Asset> = {
   '/map/maplibre-gl.css': { operationId: 'mapLibreStyles', summary: 'MapLibre GL JS\'s styles, served from the service\'s own node_modules', file: path.join(maplibreDir, 'maplibre-gl.css'), type: 'text/css; charset=utf-8' }
 }
 
-export function registerMapPage (router: Router, guards: RouteGuards): void {
-  for (const [route, asset] of Object.entries(ASSETS)) {
+export function mapRoutes (): Route[] {
+  return Object.entries(ASSETS).map(([path, asset]) => {
     let body: Buffer | null = null
     const contentType = asset.type.split(';')[0]
-    defineRoute(router, guards, {
-      method: 'get', path: route, operationId: asset.operationId, tag: 'platform', auth: 'none',
+    return route({
+      method: 'get', path, operationId: asset.operationId, tag: 'platform', auth: 'none',
       summary: asset.summary,
       description: 'Public and static: the page asks for an access token (#token=... in the address, or typed in) and calls the API like any client. No CDN, no external tiles or fonts.',
       responses: { 200: { description: asset.summary, contentType, schema: { type: 'string' } } },
       example: { summary: asset.summary, status: 200 }
-    }, ctx => {
+    }, () => {
       body ??= asset.text !== undefined ? Buffer.from(asset.text) : fs.readFileSync(asset.file as string)
-      ctx.type = asset.type
-      ctx.set('Cache-Control', 'no-cache')
-      ctx.body = body
+      return { headers: { 'Cache-Control': 'no-cache' }, bytes: body, type: asset.type }
     })
-  }
+  })
 }

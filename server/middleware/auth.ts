@@ -1,18 +1,19 @@
 import { timingSafeEqual } from 'node:crypto'
-import type { Context, Middleware } from 'koa'
 import type { Config } from '../../lib/config.js'
 import type { Db } from '../../lib/db.js'
-import type { AuditKicker, JobSender, ServiceContext } from '../../lib/context.js'
+import type { AuditKicker, JobSender, ModuleHooks, ServiceContext } from '../../lib/context.js'
 import * as access from '../../lib/access/index.js'
 import * as audit from '../../lib/audit/index.js'
 import * as policy from '../../lib/policy/index.js'
 import { AppError } from '../../lib/errors.js'
+import type { RequestState, RouteRequest } from '../http/route.js'
 
 export interface AuthDeps {
   config: Readonly<Config>
   db: Db
   sequencer: AuditKicker | null
   jobs: JobSender | null
+  hooks: ModuleHooks
 }
 
 /** The token of an `Authorization: Bearer <token>` header value, or null. */
@@ -21,47 +22,43 @@ export function bearerToken (header: string | undefined): string | null {
   return m ? m[1] : null
 }
 
-const bearer = (ctx: Context): string | null => bearerToken(ctx.get('Authorization'))
-
 /** Reads the token without refusing yet, so the rate limiter can key on the identity. */
-export function identify (deps: AuthDeps): Middleware {
-  return async (ctx, next) => {
+export function identify (deps: AuthDeps): (req: RouteRequest) => void {
+  return req => {
     if (deps.config.auth.disabled) {
-      ctx.state.identity = access.anonymousIdentity(deps.config.auth)
-      return next()
+      req.state.identity = access.anonymousIdentity(deps.config.auth)
+      return
     }
-    const check = access.verifyAccessToken(deps.config.auth, bearer(ctx))
-    if (check.ok) ctx.state.identity = check.identity
-    else ctx.state.authFailure = check
-    return next()
+    const check = access.verifyAccessToken(deps.config.auth, bearerToken(req.headers.authorization))
+    if (check.ok) req.state.identity = check.identity
+    else req.state.authFailure = check
   }
 }
 
-/** 401 (with an auth.failed audit event) unless identify() found a valid identity. */
-export function requireIdentity (deps: AuthDeps): Middleware {
-  return async (ctx, next) => {
-    const failure = ctx.state.authFailure as Extract<access.TokenCheck, { ok: false }> | undefined
-    if (failure) {
+/** 401 (with an auth.failed audit event) unless identify() found a valid identity; else the caller's lib context. */
+export function authenticate (deps: AuthDeps): (req: RouteRequest) => Promise<void> {
+  return async req => {
+    const failure = req.state.authFailure
+    if (failure !== undefined) {
       // Best effort: a database outage must not turn a 401 into a 500.
       await audit.recordStandalone(deps.db, failure.auditTenant, null, {
         type: 'auth.failed',
         resourceType: 'auth',
         resourceId: null,
-        data: { reason: failure.reason, sub: failure.sub, method: ctx.method, path: ctx.path, requestId: ctx.state.requestId }
-      }, t => deps.sequencer?.kick(t)).catch(err => ctx.state.log?.error({ err }, 'could not audit an authentication failure'))
+        data: { reason: failure.reason, sub: failure.sub, method: req.method, path: req.path, requestId: req.state.requestId }
+      }, t => deps.sequencer?.kick(t)).catch(err => req.state.log.error({ err }, 'could not audit an authentication failure'))
       throw new AppError('UNAUTHORIZED', `authentication failed: ${failure.reason}`, { reason: failure.reason })
     }
-    const id = ctx.state.identity as access.Identity
-    ctx.state.service = serviceContext(deps, id, ctx.state, await policy.permissionsFor(deps.db, id.tenant, id.roles, id.scope))
-    return next()
+    const id = req.state.identity as access.Identity
+    req.service = serviceContext(deps, id, req.state, await policy.permissionsFor(deps.db, id.tenant, id.roles, id.scope))
   }
 }
 
 /**
  * `permissions`: the effective ones after the tenant policy (lib/policy permissionsFor). `log` is
- * read from the request when first used (observe makes the child logger lazily).
+ * read from the request when first used (the request's child logger is made lazily).
  */
-export function serviceContext (deps: AuthDeps, id: access.Identity, state: Record<string, any>, permissions: access.Permissions): ServiceContext {
+export function serviceContext (deps: AuthDeps, id: access.Identity, state: RequestState, permissions: access.Permissions): ServiceContext {
   return {
     tenantId: id.tenant,
     actor: { sub: id.sub, roles: id.roles },
@@ -72,18 +69,17 @@ export function serviceContext (deps: AuthDeps, id: access.Identity, state: Reco
     db: deps.db,
     config: deps.config,
     jobs: deps.jobs,
-    sequencer: deps.sequencer
+    sequencer: deps.sequencer,
+    hooks: deps.hooks
   }
 }
 
 /** /metrics: open unless METRICS_TOKEN is set, then `Authorization: Bearer <METRICS_TOKEN>`. */
-export function requireMetricsToken (config: Readonly<Config>): Middleware {
-  return async (ctx, next) => {
-    if (config.metricsToken !== null) {
-      const got = Buffer.from(bearer(ctx) ?? '')
-      const want = Buffer.from(config.metricsToken)
-      if (got.length !== want.length || !timingSafeEqual(got, want)) throw new AppError('UNAUTHORIZED', 'metrics require Bearer METRICS_TOKEN', {})
-    }
-    return next()
+export function metricsToken (config: Readonly<Config>): (req: RouteRequest) => void {
+  return req => {
+    if (config.metricsToken === null) return
+    const got = Buffer.from(bearerToken(req.headers.authorization) ?? '')
+    const want = Buffer.from(config.metricsToken)
+    if (got.length !== want.length || !timingSafeEqual(got, want)) throw new AppError('UNAUTHORIZED', 'metrics require Bearer METRICS_TOKEN', {})
   }
 }

@@ -1,45 +1,23 @@
-import type { Context, Middleware } from 'koa'
 import { AppError } from '../../lib/errors.js'
 import { translatePgError } from '../../lib/db.js'
 import { STATUS_BY_CODE } from '../http/status.js'
-
-/** Turns any thrown value into CONTRACT's error body. Unknown errors: logged once, fixed 500. */
-export function errorBodies (): Middleware {
-  return async (ctx, next) => {
-    try {
-      await next()
-      if (ctx.status === 404 && ctx.body == null) throw new AppError('NOT_FOUND', `no route for ${ctx.method} ${ctx.path}`, { path: ctx.path })
-      // router.allowedMethods(): 405 for a known path with another method, 501 for a method the
-      // router serves nowhere (e.g. PROPFIND). Both get the error body like every other refusal.
-      if ((ctx.status === 405 || ctx.status === 501) && ctx.body == null) {
-        const what = ctx.status === 405 ? 'is not allowed here' : 'is not implemented'
-        writeError(ctx, ctx.status, new AppError('BAD_REQUEST', `method ${ctx.method} ${what}`, { allow: ctx.response.get('Allow') }))
-      }
-    } catch (raw) {
-      const err = toAppError(raw, ctx.state)
-      writeError(ctx, STATUS_BY_CODE[err.code], err)
-    }
-  }
-}
+import { JSON_TYPE, type Answer, type RequestState } from '../http/route.js'
 
 /**
- * What errorBodies answers for a thrown value, as status and JSON text: for an HTTP fast path
- * (server/http/hot-writes.ts) that answers a lib error the way the route does.
+ * The one place a thrown value becomes an answer: the error body of docs/behaviour.md "General"
+ * with its status. An unknown error is logged once with the request and answered 500 with a
+ * fixed message (no stack, no SQL).
  */
-export function errorAnswer (raw: unknown, state: Record<string, any>): { status: number, body: string } {
+export function errorAnswer (raw: unknown, state: RequestState): Answer {
   const err = toAppError(raw, state)
-  return { status: STATUS_BY_CODE[err.code], body: JSON.stringify(errorBody(err)) }
+  return errorBody(err)
 }
 
-const errorBody = (err: AppError) => ({ error: { code: err.code, message: err.message, details: err.details } })
-
-function writeError (ctx: Context, status: number, err: AppError): void {
-  ctx.status = status
-  ctx.type = 'application/json'
-  ctx.body = errorBody(err)
+export function errorBody (err: AppError): Answer {
+  return { status: STATUS_BY_CODE[err.code], type: JSON_TYPE, body: { error: { code: err.code, message: err.message, details: err.details } } }
 }
 
-function toAppError (raw: unknown, state: Record<string, any>): AppError {
+function toAppError (raw: unknown, state: RequestState): AppError {
   const translated = translatePgError(raw)
   if (translated instanceof AppError) return translated
   const e = raw as { status?: number, type?: string, expose?: boolean, message?: string }
@@ -50,6 +28,6 @@ function toAppError (raw: unknown, state: Record<string, any>): AppError {
     return new AppError('BAD_REQUEST', 'request body could not be decompressed', { field: 'Content-Encoding', reason: 'invalid compressed data' })
   }
   if (e?.status === 400 || e?.status === 415) return new AppError('BAD_REQUEST', e.type === 'entity.parse.failed' || /JSON/i.test(e.message ?? '') ? 'request body is not valid JSON' : (e.message ?? 'bad request'), {})
-  state.log?.error({ err: raw }, 'unhandled error')
+  state.log.error({ err: raw }, 'unhandled error')
   return new AppError('INTERNAL_ERROR', 'internal server error', {})
 }

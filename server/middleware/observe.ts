@@ -1,34 +1,16 @@
 import { randomUUID } from 'node:crypto'
-import type { Middleware } from 'koa'
 import type { Logger } from '../../lib/log.js'
 import { httpRequestDuration, httpRequestsTotal } from '../../lib/metrics.js'
+import type { RequestState } from '../http/route.js'
+
+// A request's id, its one log line and the HTTP metrics. Every request pays for this, so it
+// builds nothing it may not need: the request's child logger is made on first use
+// (`state.log`), the log line only when its level is enabled, and one label object per
+// (method, route, status) is kept for the metrics.
 
 const SAFE_REQUEST_ID = /^[A-Za-z0-9._-]{1,128}$/
 
 type Labels = { method: string, route: string, status: string }
-
-/**
- * Request id, one log line per request, and the HTTP metrics. Runs outermost so it sees the
- * final status, including errors turned into bodies by the errors middleware.
- *
- * Every request pays for this, so it builds nothing it may not need: the request's child logger
- * is made on first use (`ctx.state.log`), the log line only when its level is enabled, and one
- * label object per (method, route, status) is kept for the metrics.
- */
-export function observe (log: Logger, recorder = requestRecorder(log)): Middleware {
-  return async (ctx, next) => {
-    const started = performance.now()
-    const requestId = requestIdOf(ctx.req.headers['x-request-id'])
-    lazyChildLog(ctx.state, log, requestId)
-    ctx.set('X-Request-Id', requestId)
-    try {
-      await next()
-    } finally {
-      const route = String((ctx as unknown as { _matchedRoute?: string })._matchedRoute ?? 'unmatched')
-      recorder.finish(ctx.state, ctx.method, route, ctx.path, ctx.status, started)
-    }
-  }
-}
 
 /** The client's X-Request-Id when it is safe to echo, else a new one. */
 export function requestIdOf (sent: string | string[] | undefined): string {
@@ -37,10 +19,10 @@ export function requestIdOf (sent: string | string[] | undefined): string {
 
 export interface RequestRecorder {
   /** The HTTP metrics and the request's log line, once it is answered. */
-  finish (state: Record<string, unknown>, method: string, route: string, path: string, status: number, started: number): void
+  finish (state: RequestState, method: string, route: string, path: string, status: number, started: number): void
 }
 
-/** What observe records per request; shared with the HTTP edge's fast path (server/http/tile-hits.ts). */
+/** What is recorded per request, once it is answered (server/http/exchange.ts). */
 export function requestRecorder (log: Logger): RequestRecorder {
   const labelSets = new Map<string, Labels>()
   const labelsOf = (method: string, route: string, status: number): Labels => {
@@ -60,7 +42,7 @@ export function requestRecorder (log: Logger): RequestRecorder {
       const labels = labelsOf(method, route, status)
       httpRequestsTotal.inc(labels)
       httpRequestDuration.observe(labels, seconds)
-      if (log.info()) (state.log as Logger).info({ method, route, path, status, ms: Math.round(seconds * 1e4) / 10 }, 'request')
+      if (log.info()) state.log.info({ method, route, path, status, ms: Math.round(seconds * 1e4) / 10 }, 'request')
     }
   }
 }
@@ -77,9 +59,9 @@ const LOG_ACCESSOR: PropertyDescriptor = {
   set (this: LogState, v: Logger) { this[LOG_CHILD] = v }
 }
 
-/** Sets `state.requestId`, and `state.log`: the request's child logger (with that id), made when first read. */
-export function lazyChildLog (state: Record<string | symbol, unknown>, log: Logger, requestId: string): void {
-  state.requestId = requestId
-  state[LOG_ROOT] = log
+/** A request's state: `requestId`, and `log`, its child logger (with that id), made when first read. */
+export function requestState (log: Logger, requestId: string): RequestState {
+  const state = { requestId, [LOG_ROOT]: log } as unknown as RequestState
   Object.defineProperty(state, 'log', LOG_ACCESSOR)
+  return state
 }

@@ -1,5 +1,5 @@
 import { ErrorBody } from '../../lib/schemas.js'
-import { declaredRoutes, type RouteSpec } from './registry.js'
+import type { RouteSpec } from '../http/route.js'
 import { exampleExtension, placeholderSample, renderPlaceholders } from './examples.js'
 
 const ERROR_DESCRIPTIONS: Record<number, string> = {
@@ -106,7 +106,7 @@ function bodyExamples (r: RouteSpec, used: Set<string>): object {
 }
 
 /** OpenAPI 3.0 from the declared routes; schemas are the request validators themselves. */
-export function buildOpenApi (release: string): object {
+export function buildOpenApi (declaredRoutes: RouteSpec[], release: string): object {
   const paths: Record<string, Record<string, object>> = {}
   const used = new Set<string>()
   for (const r of declaredRoutes) {

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto'
-import type { RouteExample } from './registry.js'
+import type { RouteExample } from '../http/route.js'
 
 /**
  * Placeholders in route examples: `{objectId}` stands for a value an earlier example saved (or

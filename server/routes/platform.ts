@@ -1,10 +1,8 @@
-import type { RouteRegistrar } from '../app.js'
-import { defineRoute } from '../openapi/registry.js'
-import { buildOpenApi } from '../openapi/document.js'
+import { route } from '../http/route.js'
+import type { RouteModule } from './index.js'
 import { registry } from '../../lib/metrics.js'
 import { STATEMENT_KINDS } from '../../lib/statement-kind.js'
 import { readiness } from '../../lib/health/index.js'
-import type { ServiceContext } from '../../lib/context.js'
 import * as access from '../../lib/access/index.js'
 
 const HealthBody = {
@@ -30,56 +28,51 @@ const MeBody = {
   }
 }
 
-export const registerPlatformRoutes: RouteRegistrar = (router, guards, deps) => {
-  defineRoute(router, guards, {
-    method: 'get', path: '/v1/health/live', operationId: 'healthLive', tag: 'platform', auth: 'none', unlimited: true,
-    summary: 'Liveness: 200 while the process runs',
-    description: 'Public and not rate-limited. Answers {"status":"ok"} while the process runs; it checks nothing else.',
-    responses: { 200: { description: 'alive', schema: { type: 'object', properties: { status: { type: 'string', enum: ['ok'] } } } } },
-    example: { summary: 'Alive', status: 200 }
-  }, ctx => { ctx.body = { status: 'ok' } })
+export const platformRoutes: RouteModule = (deps) => {
+  return [
+    route({
+      method: 'get', path: '/v1/health/live', operationId: 'healthLive', tag: 'platform', auth: 'none', unlimited: true,
+      summary: 'Liveness: 200 while the process runs',
+      description: 'Public and not rate-limited. Answers {"status":"ok"} while the process runs; it checks nothing else.',
+      responses: { 200: { description: 'alive', schema: { type: 'object', properties: { status: { type: 'string', enum: ['ok'] } } } } },
+      example: { summary: 'Alive', status: 200 }
+    }, () => ({ body: { status: 'ok' } })),
 
-  defineRoute(router, guards, {
-    method: 'get', path: '/v1/health/ready', operationId: 'healthReady', tag: 'platform', auth: 'none', unlimited: true,
-    summary: 'Readiness: database reachable, license verifiable, database at this release',
-    description: 'Public and not rate-limited. 200 when the database answers, the configured license verifies and the database is at this release; 503 with the failing check otherwise. Route traffic only after 200.',
-    responses: { 200: { description: 'ready', schema: HealthBody }, 503: { description: 'not ready', schema: HealthBody } },
-    example: { summary: 'Ready', status: 200 }
-  }, async ctx => {
-    const r = await readiness(deps.db, deps.config)
-    ctx.status = r.ready ? 200 : 503
-    ctx.body = r.body
-  })
+    route({
+      method: 'get', path: '/v1/health/ready', operationId: 'healthReady', tag: 'platform', auth: 'none', unlimited: true,
+      summary: 'Readiness: database reachable, license verifiable, database at this release',
+      description: 'Public and not rate-limited. 200 when the database answers, the configured license verifies and the database is at this release; 503 with the failing check otherwise. Route traffic only after 200.',
+      responses: { 200: { description: 'ready', schema: HealthBody }, 503: { description: 'not ready', schema: HealthBody } },
+      example: { summary: 'Ready', status: 200 }
+    }, async () => {
+      const r = await readiness(deps.db, deps.config)
+      return { status: r.ready ? 200 : 503, body: r.body }
+    }),
 
-  defineRoute(router, guards, {
-    method: 'get', path: '/metrics', operationId: 'metrics', tag: 'platform', auth: 'metrics', unlimited: true,
-    summary: 'Prometheus metrics (Bearer METRICS_TOKEN when configured)',
-    description: 'Prometheus text format: HTTP, database, workflow and license counters. Open unless METRICS_TOKEN is set; then Authorization: Bearer <METRICS_TOKEN> is required (401 otherwise). ' +
-      `database_query_duration_seconds is labelled by the statement's kind, operation = ${STATEMENT_KINDS.join(' | ')} (after a WITH list, the statement it serves).`,
-    responses: { 200: { description: 'text exposition format', contentType: 'text/plain', schema: { type: 'string' } } },
-    errors: [401],
-    example: { summary: 'The metrics (no METRICS_TOKEN configured)', status: 200 }
-  }, async ctx => {
-    ctx.type = registry.contentType
-    ctx.body = await registry.metrics()
-  })
+    route({
+      method: 'get', path: '/metrics', operationId: 'metrics', tag: 'platform', auth: 'metrics', unlimited: true,
+      summary: 'Prometheus metrics (Bearer METRICS_TOKEN when configured)',
+      description: 'Prometheus text format: HTTP, database, workflow and license counters. Open unless METRICS_TOKEN is set; then Authorization: Bearer <METRICS_TOKEN> is required (401 otherwise). ' +
+        `database_query_duration_seconds is labelled by the statement's kind, operation = ${STATEMENT_KINDS.join(' | ')} (after a WITH list, the statement it serves).`,
+      responses: { 200: { description: 'text exposition format', contentType: 'text/plain', schema: { type: 'string' } } },
+      errors: [401],
+      example: { summary: 'The metrics (no METRICS_TOKEN configured)', status: 200 }
+    }, async () => ({ bytes: await registry.metrics(), type: registry.contentType })),
 
-  const openapiBody = () => buildOpenApi(deps.config.release)
-  defineRoute(router, guards, {
-    method: 'get', path: '/openapi/v1.json', operationId: 'openapi', tag: 'platform', auth: 'none',
-    summary: 'This REST contract (OpenAPI 3.0)',
-    description: 'Public. This document, built from the same route declarations and JSON Schemas that validate requests; its info.version is the release.',
-    responses: { 200: { description: 'OpenAPI document', schema: { type: 'object' } } },
-    example: { summary: 'This document', status: 200 }
-  }, ctx => { ctx.body = openapiBody() })
+    route({
+      method: 'get', path: '/openapi/v1.json', operationId: 'openapi', tag: 'platform', auth: 'none',
+      summary: 'This REST contract (OpenAPI 3.0)',
+      description: 'Public. This document, built from the same route declarations and JSON Schemas that validate requests; its info.version is the release.',
+      responses: { 200: { description: 'OpenAPI document', schema: { type: 'object' } } },
+      example: { summary: 'This document', status: 200 }
+    }, () => ({ body: deps.openapi() })),
 
-  defineRoute(router, guards, {
-    method: 'get', path: '/v1/auth/me', operationId: 'authMe', tag: 'platform', auth: 'bearer',
-    summary: 'The caller: identity, roles and effective permissions',
-    description: 'Any valid token may call it, even one without roles. permissions lists, per resource, the actions the caller\'s roles (narrowed by scope) grant.',
-    responses: { 200: { description: 'identity', schema: MeBody } },
-    example: { summary: 'Who am I', status: 200 }
-  }, ctx => {
-    ctx.body = access.describeCaller(ctx.state.service as ServiceContext)
-  })
+    route({
+      method: 'get', path: '/v1/auth/me', operationId: 'authMe', tag: 'platform', auth: 'bearer',
+      summary: 'The caller: identity, roles and effective permissions',
+      description: 'Any valid token may call it, even one without roles. permissions lists, per resource, the actions the caller\'s roles (narrowed by scope) grant.',
+      responses: { 200: { description: 'identity', schema: MeBody } },
+      example: { summary: 'Who am I', status: 200 }
+    }, req => ({ body: access.describeCaller(req.service) })),
+  ]
 }

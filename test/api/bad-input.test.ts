@@ -5,7 +5,6 @@ import { parse as parseQueryString } from 'node:querystring'
 import { Ajv, type ValidateFunction } from 'ajv'
 import addFormatsModule from 'ajv-formats'
 import { flushAudit, newTenant, publishedType, startServer, type Client, type TestServer } from '../support/harness.js'
-import { declaredRoutes } from '../../server/openapi/registry.js'
 
 // A seeded, schema-driven negative sweep over every operation of the served /openapi/v1.json.
 // For each operation it derives bad inputs from the documented schemas (path parameters, query
@@ -196,6 +195,8 @@ interface Case {
 
 interface Context {
   doc: Doc
+  /** The app's declared routes. */
+  routes: TestServer['routes']
   rng: Rng
   /** Placeholder sample -> the real value of this tenant. */
   bind: (value: unknown) => unknown
@@ -217,7 +218,7 @@ function operations (doc: Doc): Op[] {
 }
 
 /** The declared query schema refuses parameters it does not list (lib query schemas: additionalProperties false). */
-function refusesUnknownQuery (o: Op): boolean {
+function refusesUnknownQuery (o: Op, declaredRoutes: TestServer['routes']): boolean {
   const koaPath = o.path.replace(/\{([A-Za-z0-9_]+)\}/g, ':$1')
   const r = declaredRoutes.find(x => x.method === o.method && x.path === koaPath)
   return r?.query?.additionalProperties === false
@@ -304,7 +305,7 @@ function queryCases (o: Op, c: Context, base: BaseRequest): Case[] {
   if (params.length === 0) return out
   const req = jsonRequest(base)
   const schemaOf = new Map(params.map(p => [p.name, p.schema]))
-  const refuses = refusesUnknownQuery(o)
+  const refuses = refusesUnknownQuery(o, c.routes)
 
   /** The oracle over the query text as the server parses it (node:querystring, like Koa). */
   const valid = (text: string): boolean => {
@@ -700,7 +701,7 @@ describe('bad input: every documented operation refuses inputs its schemas refus
       }
       return JSON.parse(text)
     }
-    ctx = { doc, rng, bind, token: owner.token, systemToken: s.as(newTenant('ops'), ['system_admin']).token, webhookToken: automationRule.webhookToken, maxBodyBytes: s.config.maxBodyBytes }
+    ctx = { doc, routes: s.routes, rng, bind, token: owner.token, systemToken: s.as(newTenant('ops'), ['system_admin']).token, webhookToken: automationRule.webhookToken, maxBodyBytes: s.config.maxBodyBytes }
     await flushAudit(s.db, tenant)
     rowsBefore = await tenantRows(s, tenant)
   })

@@ -4,6 +4,7 @@ import { randomUUID } from 'node:crypto'
 import { Ajv } from 'ajv'
 import addFormatsModule from 'ajv-formats'
 import { newTenant, silentLog, startServer, type Client, type Response, type TestServer } from '../support/harness.js'
+import { wireModules } from '../../lib/modules.js'
 import { inDays, newIssuer } from '../support/license.js'
 import * as automation from '../../lib/automation/index.js'
 
@@ -220,7 +221,7 @@ describe('contract: every documented example replays against the running service
   async function runQueuedAutomation (): Promise<void> {
     const queued = await s.db('automation_runs').where({ tenant_id: tenant, status: 'queued' }).select<Array<{ id: string }>>('id')
     for (const { id } of queued) {
-      const ctx = automation.engineContext({ db: s.db, config: s.config, log: silentLog, jobs: null, sequencer: s.sequencer }, tenant, randomUUID())
+      const ctx = automation.engineContext({ db: s.db, config: s.config, log: silentLog, jobs: null, sequencer: s.sequencer, hooks: wireModules() }, tenant, randomUUID())
       await automation.executeRun(ctx, id, true)
     }
   }

@@ -2,6 +2,7 @@ import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
 import { newTenant, publishedType, silentLog, startServer, type Client, type TestServer } from '../support/harness.js'
+import { wireModules } from '../../lib/modules.js'
 import { inDays, newIssuer } from '../support/license.js'
 import { errorOf, point, tenantCounts } from '../fixtures/objects.js'
 import * as automation from '../../lib/automation/index.js'
@@ -77,7 +78,7 @@ describe('POST /v1/graphql: layers, automation, license and policy against REST'
     const ingress = await s.request('POST', '/v1/automation/triggers/gq-inspections', { token: webhookToken, body: { objectId: object.id, date: '2026-11-20' } })
     assert.equal(ingress.status, 202, ingress.text)
     const runId = ingress.body.runIds[0]
-    await automation.executeRun(automation.engineContext({ db: s.db, config: s.config, log: silentLog, jobs: null, sequencer: s.sequencer }, tenant, randomUUID()), runId, true)
+    await automation.executeRun(automation.engineContext({ db: s.db, config: s.config, log: silentLog, jobs: null, sequencer: s.sequencer, hooks: wireModules() }, tenant, randomUUID()), runId, true)
     const runs = await ok(owner, `query ($r: ID!, $run: ID!) {
       automationRuns(ruleId: $r, status: failed) { items { ${RUN} } pagination { limit offset total hasMore } }
       automationRun(ruleId: $r, runId: $run) { ${RUN} input steps request response attemptLog }

@@ -4,8 +4,8 @@ import { PgBoss } from 'pg-boss'
 import { createDb, runStatements, type Db } from '../../lib/db.js'
 import * as outbox from '../../lib/outbox/index.js'
 import { createQueues } from '../../jobs/enqueue.js'
-import { OUTBOX_DISPATCH, OUTBOX_PRUNE, type OutboxDispatchPayload } from '../../jobs/contracts.js'
-import { handleOutboxDispatch, outboxConsumers } from '../../jobs/handlers/outbox-dispatch.js'
+import { OUTBOX_DISPATCH, OUTBOX_PRUNE, type OutboxDispatchPayload } from '../../lib/queues/index.js'
+import { handleOutboxDispatch } from '../../jobs/handlers/outbox-dispatch.js'
 import { handleOutboxPrune } from '../../jobs/handlers/outbox-prune.js'
 import * as tenants from '../../lib/tenants/index.js'
 import { TEST_DATABASE_URL } from '../support/env.js'
@@ -155,12 +155,7 @@ describe('outbox delivery', () => {
       delivered.push((e.payload as { i: number }).i)
       if (!emitted) { emitted = true; await emit(db, tenant, 3) }
     }
-    outboxConsumers.push(consumer)
-    try {
-      await handleOutboxDispatch(db, silentLog, [{ id: 'j1', name: OUTBOX_DISPATCH.name, data: { tenantId: tenant } } as never])
-    } finally {
-      outboxConsumers.splice(outboxConsumers.indexOf(consumer), 1)
-    }
+    await handleOutboxDispatch({ db, log: silentLog, consumers: [consumer] }, [{ id: 'j1', name: OUTBOX_DISPATCH.name, data: { tenantId: tenant } } as never])
     assert.deepEqual(delivered, [0, 1, 2, 3, 4, 0, 1, 2])
     assert.deepEqual(await outbox.claimAndDeliver(db, [], 10, tenant), { delivered: 0, failed: 0, pending: 0 })
 
@@ -168,12 +163,7 @@ describe('outbox delivery', () => {
     const stuck = newTenant('outbox')
     await emit(db, stuck, 2)
     const failing: outbox.OutboxConsumer = async e => { if (e.tenant_id === stuck) throw new Error('receiver down') }
-    outboxConsumers.push(failing)
-    try {
-      await handleOutboxDispatch(db, silentLog, [{ id: 'j2', name: OUTBOX_DISPATCH.name, data: { tenantId: stuck } } as never])
-    } finally {
-      outboxConsumers.splice(outboxConsumers.indexOf(failing), 1)
-    }
+    await handleOutboxDispatch({ db, log: silentLog, consumers: [failing] }, [{ id: 'j2', name: OUTBOX_DISPATCH.name, data: { tenantId: stuck } } as never])
     const left = await db('outbox_events').where({ tenant_id: stuck }).whereNull('delivered_at').select('attempts')
     assert.deepEqual(left.map(r => r.attempts), [1, 1])
   })
@@ -186,10 +176,9 @@ describe('outbox delivery', () => {
     await boss.start()
     const delivered: string[] = []
     const consumer: outbox.OutboxConsumer = async e => { if (e.tenant_id === tenant) delivered.push(e.id) }
-    outboxConsumers.push(consumer)
     try {
       await createQueues(boss)
-      await boss.work<OutboxDispatchPayload>(OUTBOX_DISPATCH.name, { pollingIntervalSeconds: 0.5 }, jobs => handleOutboxDispatch(db, silentLog, jobs))
+      await boss.work<OutboxDispatchPayload>(OUTBOX_DISPATCH.name, { pollingIntervalSeconds: 0.5 }, jobs => handleOutboxDispatch({ db, log: silentLog, consumers: [consumer] }, jobs))
       await boss.send(OUTBOX_DISPATCH.name, { tenantId: tenant })
       // Delivery commits per batch after the consumers ran: wait until nothing is pending.
       const pending = async () => Number((await db('outbox_events').where({ tenant_id: tenant }).whereNull('delivered_at').count<{ n: number }[]>('* as n'))[0].n)
@@ -198,7 +187,6 @@ describe('outbox delivery', () => {
       assert.equal(delivered.length, 5)
       assert.equal(new Set(delivered).size, 5)
     } finally {
-      outboxConsumers.splice(outboxConsumers.indexOf(consumer), 1)
       await boss.stop({ graceful: false })
     }
   })

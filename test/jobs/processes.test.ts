@@ -72,11 +72,12 @@ describe('entry points refuse a bad configuration with one line naming the varia
   const good = { DATABASE_URL: TEST_DATABASE_URL, AUTH_JWT_SECRET: TEST_JWT_SECRET }
   const cases: Array<[string, Record<string, string>, string]> = [
     ['server/main.ts', { ...good, AUTH_JWT_SECRET: 'too-short' }, 'AUTH_JWT_SECRET'],
-    // (Without DATABASE_URL, server/main.ts starts the embedded mode: test/tour covers it.)
     ['server/main.ts', { ...good, DATABASE_URL: 'mysql://127.0.0.1/spatial' }, 'DATABASE_URL'],
     ['worker/main.ts', { AUTH_JWT_SECRET: TEST_JWT_SECRET }, 'DATABASE_URL'],
     ['server/main.ts', { ...good, RATE_LIMIT_LIMIT: 'lots' }, 'RATE_LIMIT_LIMIT'],
     ['server/main.ts', { ...good, LOG_LEVEL: 'loud' }, 'LOG_LEVEL'],
+    ['server/main.ts', { AUTH_JWT_SECRET: TEST_JWT_SECRET }, 'DATABASE_URL'],
+    ['embedded/main.ts', { ...good }, 'DATABASE_URL'],
     ['worker/main.ts', { ...good, REDIS_URL: 'http://127.0.0.1:6379' }, 'REDIS_URL'],
     ['db/setup.ts', { ...good, AUTH_DISABLED: 'perhaps' }, 'AUTH_DISABLED']
   ]

@@ -10,8 +10,10 @@ import { createLogger, type Logger } from '../../lib/log.js'
 import { Sequencer, sequencePending } from '../../lib/audit/index.js'
 import { computePermissions } from '../../lib/access/index.js'
 import type { ServiceContext } from '../../lib/context.js'
+import { wireModules } from '../../lib/modules.js'
 import { packageVersion } from '../../lib/release/index.js'
 import { createApp } from '../../server/app.js'
+import type { RouteSpec } from '../../server/http/route.js'
 import { PgBoss } from 'pg-boss'
 import { createQueues, pgBossSender } from '../../jobs/enqueue.js'
 import { startSettingsFeed } from '../../lib/settings/index.js'
@@ -50,6 +52,8 @@ export interface RequestOptions { token?: string, body?: unknown, headers?: Reco
 
 export interface TestServer {
   base: string
+  /** The declared routes of the app the server runs. */
+  routes: RouteSpec[]
   db: Db
   config: Readonly<Config>
   sequencer: Sequencer
@@ -86,7 +90,7 @@ export async function startServer (env: Record<string, string> = {}, opts: Serve
   const sequencer = new Sequencer(db, () => {})
   const boss = opts.jobs === true ? await startBoss(databaseUrl) : null
   const feed = await startSettingsFeed(db, databaseUrl, silentLog)
-  const app = createApp({ config, db, log: opts.log ?? silentLog, sequencer, jobs: boss ? pgBossSender(boss) : null, redis })
+  const app = createApp({ config, db, log: opts.log ?? silentLog, sequencer, jobs: boss ? pgBossSender(boss) : null, redis, hooks: wireModules() })
   const server = http.createServer(app.callback())
   await new Promise<void>(resolve => server.listen(0, '127.0.0.1', resolve))
   const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
@@ -117,7 +121,7 @@ export async function startServer (env: Record<string, string> = {}, opts: Serve
   }
 
   return {
-    base, db, config, sequencer, request, as,
+    base, routes: app.routes.map(r => r.spec), db, config, sequencer, request, as,
     async close () {
       await new Promise<void>(resolve => server.close(() => resolve()))
       await sequencer.stop()
@@ -157,7 +161,8 @@ export function serviceContext (db: Db, tenantId: string, roles: string[] = ['ow
     db,
     config: testConfig(env),
     jobs: null,
-    sequencer: null
+    sequencer: null,
+    hooks: wireModules()
   }
 }
 

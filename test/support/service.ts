@@ -4,7 +4,7 @@ import path from 'node:path'
 import { TEST_DATABASE_URL, TEST_JWT_SECRET } from './env.js'
 import { freePort } from './local.js'
 
-// The service as its entry points run it, in child processes: `server/main.ts` alone in
+// The service as its entry points run it, in child processes: `embedded/main.ts` alone in
 // embedded mode (DATA_DIR), or `server/main.ts` + `worker/main.ts` on TEST_DATABASE_URL.
 
 export type Mode = 'embedded' | 'postgres'
@@ -35,7 +35,7 @@ export async function startService (mode: Mode, opts: { dataDir: string, env?: R
   const logFile = `${opts.dataDir.replace(/\/$/, '')}.log`
   const out = fs.openSync(logFile, 'a')
   const run = (entry: string): ChildProcess => spawn(process.execPath, ['--import', 'tsx', entry], { env, stdio: ['ignore', out, out], cwd: path.resolve(import.meta.dirname, '../..') })
-  const procs = [run('server/main.ts'), ...(mode === 'postgres' ? [run('worker/main.ts')] : [])]
+  const procs = mode === 'embedded' ? [run('embedded/main.ts')] : [run('server/main.ts'), run('worker/main.ts')]
   const base = `http://127.0.0.1:${port}`
   const stop = async () => {
     await Promise.all(procs.map(p => new Promise<void>(resolve => {

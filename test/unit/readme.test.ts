@@ -2,7 +2,7 @@ import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { readFileSync } from 'node:fs'
 import { loadConfig } from '../../lib/config.js'
-import { QUEUES } from '../../jobs/contracts.js'
+import { QUEUES } from '../../lib/queues/index.js'
 
 // README is the newcomer's way in: it must say how to run the tests, keep its tour, and list the
 // configuration and the queues the code has. (On 2026-11-23 a rewrite of README dropped its test

@@ -1,20 +1,18 @@
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
 import { createLogger } from '../../lib/log.js'
-import { lazyChildLog } from '../../server/middleware/observe.js'
+import { requestState } from '../../server/middleware/observe.js'
 
 // A request's `state.log` (server/middleware/observe.ts): one accessor shared by every request,
 // each request's child logger its own, made on first read and bound to its request id.
 
 test('state.log is made on first read, bound to the request id, and kept per request', () => {
   const root = createLogger('test', 'error')
-  const a: Record<string, unknown> = { identity: 'a' }
-  const b: Record<string, unknown> = {}
-  lazyChildLog(a, root, 'req-a')
-  lazyChildLog(b, root, 'req-b')
+  const a = requestState(root, 'req-a')
+  const b = requestState(root, 'req-b')
   assert.equal(a.requestId, 'req-a')
-  const la = a.log as { fields: Record<string, unknown> }
-  const lb = b.log as { fields: Record<string, unknown> }
+  const la = a.log as unknown as { fields: Record<string, unknown> }
+  const lb = b.log as unknown as { fields: Record<string, unknown> }
   assert.equal(la.fields.requestId, 'req-a')
   assert.equal(lb.fields.requestId, 'req-b')
   assert.notEqual(la, lb)
@@ -24,10 +22,9 @@ test('state.log is made on first read, bound to the request id, and kept per req
 
 test('state.log can be replaced, and a copy of the state carries the logger', () => {
   const root = createLogger('test', 'error')
-  const s: Record<string, unknown> = {}
-  lazyChildLog(s, root, 'req-1')
+  const s = requestState(root, 'req-1')
   assert.ok(Object.keys(s).includes('log'), 'log is an enumerable property of the state')
-  const copy: Record<string, unknown> = { ...s, extra: 1 }
+  const copy = { ...s, extra: 1 }
   assert.equal(copy.log, s.log)
   const other = createLogger('other', 'error')
   s.log = other

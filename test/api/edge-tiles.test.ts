@@ -2,13 +2,13 @@ import { describe, it, before } from 'node:test'
 import assert from 'node:assert/strict'
 import { token, useOwnerSession } from '../support/harness.js'
 
-// server/http/tile-hits.ts: tile requests answered ahead of Koa. Every test here goes through
-// app.callback() as the API does, so the plain tile URL takes the fast path; the same URL with
-// an empty query string ("?") is not plain and takes the Koa route, which is the reference.
+// Tile requests on the edge (server/http/edge.ts). Every test here goes through app.callback()
+// as the API does, so the plain tile URL takes the edge; the same URL with its first segment in
+// capitals is not the edge's and takes Koa's router to the same route, which is the reference.
 
 const TILE = '/v1/layers/tiles/hits/6/33/22.mvt' // holds 8.5,47.4 and 8.6,47.5
 
-describe('tile requests ahead of Koa (server/http/tile-hits.ts)', () => {
+describe('tile requests on the edge and through Koa', () => {
   const ctx = useOwnerSession({ tenantPrefix: 'hits', type: true, env: { RATE_LIMIT_LIMIT: '1000' } })
   const get = (path: string, t: string, headers: Record<string, string> = {}) =>
     fetch(ctx.s.base + path, { headers: { Authorization: `Bearer ${t}`, ...headers } })
@@ -22,7 +22,7 @@ describe('tile requests ahead of Koa (server/http/tile-hits.ts)', () => {
 
   it('answers as the Koa route does: same body, validators and headers; 304 on If-None-Match', async () => {
     const fast = await get(TILE, ctx.owner.token)
-    const koa = await get(TILE + '?', ctx.owner.token)
+    const koa = await get(TILE.replace('/v1/', '/V1/'), ctx.owner.token)
     assert.equal(fast.status, 200)
     assert.equal(koa.status, 200)
     const [a, b] = [Buffer.from(await fast.arrayBuffer()), Buffer.from(await koa.arrayBuffer())]
@@ -110,14 +110,14 @@ describe('tile requests ahead of Koa (server/http/tile-hits.ts)', () => {
   })
 })
 
-describe('tile requests ahead of Koa: the rate limit', () => {
+describe('tile requests on the edge: the rate limit', () => {
   const ctx = useOwnerSession({ tenantPrefix: 'hitsrl', env: { RATE_LIMIT_LIMIT: '3' } })
 
-  it('spends one point per request, on the fast path and when it hands over to the route', async () => {
+  it('spends one point per request, on either path', async () => {
     const t = ctx.owner.token
     const get = (path: string) => fetch(ctx.s.base + path, { headers: { Authorization: `Bearer ${t}` } })
     assert.equal((await ctx.owner.post('/v1/layers/definitions', { name: 'Rl', slug: 'rl' })).status, 201) // point 1
-    const a = await get('/v1/layers/tiles/rl/0/0/0') // fast path, point 2
+    const a = await get('/v1/layers/tiles/rl/0/0/0') // the edge, point 2
     assert.equal(a.status, 200)
     assert.equal(a.headers.get('ratelimit-remaining'), '1')
     const b = await get('/v1/layers/tiles/unknown/0/0/0') // handed over (404), point 3, not 4

@@ -1,6 +1,6 @@
 import path from 'node:path'
-import '../lib/modules.js'
 import type { Config } from '../lib/config.js'
+import type { ModuleHooks } from '../lib/context.js'
 import type { Logger } from '../lib/log.js'
 import { startEmbeddedRuntime, type Runtime } from '../lib/runtime.js'
 import { DataDirLockedError } from '../lib/embedded/secret.js'
@@ -14,12 +14,12 @@ import { startWorker } from '../worker/start.js'
  * Embedded mode's start (no DATABASE_URL): PGlite in the data folder, the release on it, the
  * worker in this process next to the API. The caller listens, then calls `announce`.
  */
-export async function startEmbeddedOrExit (config: Readonly<Config>, log: Logger): Promise<{ rt: Runtime, stopWorker: () => void, announce: (port: number) => void }> {
+export async function startEmbeddedOrExit (config: Readonly<Config>, log: Logger, hooks: ModuleHooks): Promise<{ rt: Runtime, stopWorker: () => void, announce: (port: number) => void }> {
   const dataDir = path.resolve(config.dataDir)
   log.info({ mode: 'embedded', dataDir, note: EMBEDDED_NOTE }, 'starting in embedded mode (first start takes about half a minute)')
   let rt: Runtime
   try {
-    rt = await startEmbeddedRuntime(config, log, runRelease)
+    rt = await startEmbeddedRuntime(config, log, (db, boss, l, release) => runRelease(db, boss, l, release, hooks))
   } catch (err) {
     if (err instanceof DataDirLockedError) {
       process.stderr.write(`startup failed: ${err.message}\n`)
@@ -27,7 +27,7 @@ export async function startEmbeddedOrExit (config: Readonly<Config>, log: Logger
     }
     throw err
   }
-  const stopWorker = await startWorker(rt, config, log)
+  const stopWorker = await startWorker(rt, config, log, hooks)
   return { rt, stopWorker, announce: port => { process.stdout.write(banner(config, dataDir, port)) } }
 }
 

@@ -1,0 +1,34 @@
+import '../lib/heap.js'
+import http from 'node:http'
+import { loadConfigOrExit } from '../lib/config.js'
+import { createLogger } from '../lib/log.js'
+import { wireModules } from '../lib/modules.js'
+import { packageVersion } from '../lib/release/index.js'
+import { onShutdown } from '../lib/runtime.js'
+import { pgBossSender } from '../jobs/enqueue.js'
+import { createApp } from '../server/app.js'
+import { embeddedEnv } from './env.js'
+import { startEmbeddedOrExit } from './start.js'
+
+// Embedded mode (no DATABASE_URL; `npm start`): the whole service in this one process on PGlite
+// in DATA_DIR: the release on start, the worker, then the API. config -> modules -> runtime ->
+// worker -> app -> listen; graceful stop on SIGTERM.
+const config = loadConfigOrExit(embeddedEnv(process.env), packageVersion())
+if (config.databaseUrl !== null) {
+  process.stderr.write('configuration error: DATABASE_URL is set: run the processes of the Procfile (web, worker, release) instead of embedded mode\n')
+  process.exit(1)
+}
+const log = createLogger('api', config.logLevel)
+const hooks = wireModules()
+const { rt, stopWorker, announce } = await startEmbeddedOrExit(config, log, hooks)
+const app = createApp({ config, db: rt.db, log, sequencer: rt.sequencer, jobs: pgBossSender(rt.boss), redis: rt.redis, hooks })
+const server = http.createServer(app.callback()).listen(config.port, () => {
+  log.info({ port: config.port, release: config.release, mode: 'embedded' }, 'api listening')
+  announce(config.port)
+})
+
+onShutdown(log, async () => {
+  await new Promise<void>(resolve => server.close(() => resolve()))
+  stopWorker()
+  await rt.stop()
+})

@@ -1,0 +1,77 @@
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import { Readable, pipeline } from 'node:stream'
+import type { Logger } from '../../lib/log.js'
+import { errorAnswer } from '../middleware/errors.js'
+import { requestIdOf, requestState, type RequestRecorder } from '../middleware/observe.js'
+import { JSON_TYPE, RouteRequest, type Answer, type Route } from './route.js'
+
+/** A declared route with its guards in order (server/http/guards.ts). */
+export interface CompiledRoute extends Route {
+  guards: Array<(req: RouteRequest) => Promise<void> | void>
+}
+
+export interface ExchangeDeps {
+  log: Logger
+  recorder: RequestRecorder
+}
+
+/**
+ * One request to one route, whichever way it came in (Koa's router or the edge): its state (id,
+ * lazy logger), the route's guards in order, the handler, the answer (or the error's answer)
+ * written by `send`, then the request's metrics and log line.
+ */
+export async function exchange (deps: ExchangeDeps, route: CompiledRoute, raw: IncomingMessage, res: ServerResponse, path: string, search: string, params: Record<string, string>): Promise<void> {
+  const started = performance.now()
+  const state = requestState(deps.log, requestIdOf(raw.headers['x-request-id']))
+  state.route = route.spec.path
+  const req = new RouteRequest(raw, path, search, params, state)
+  let answer: Answer
+  try {
+    for (const guard of route.guards) {
+      const pending = guard(req)
+      if (pending !== undefined) await pending
+    }
+    answer = await route.handle(req)
+  } catch (err) {
+    answer = errorAnswer(err, state)
+  }
+  const status = send(res, req.method, answer, { 'X-Request-Id': state.requestId, ...req.answerHeaders }, state.log)
+  deps.recorder.finish(state, req.method, route.spec.path, path, status, started)
+}
+
+const NO_BODY = new Set([204, 304])
+
+/**
+ * Writes an answer: `body` as JSON, or `bytes` as they are (a string, a Buffer, Buffer pieces in
+ * one writev, or a stream piped until it ends; a stream that fails cuts the connection, so a
+ * client never takes a truncated body for a whole one). HEAD gets the headers only. Returns the status.
+ */
+export function send (res: ServerResponse, method: string, a: Answer, base: Record<string, string>, log: Logger): number {
+  const status = a.status ?? 200
+  const headers: Record<string, string | number> = { ...base, ...a.headers }
+  const payload = a.bytes !== undefined ? a.bytes : a.body === undefined ? undefined : JSON.stringify(a.body)
+  if (payload === undefined || NO_BODY.has(status)) {
+    if (payload instanceof Readable) payload.destroy()
+    res.writeHead(status, headers).end()
+    return status
+  }
+  headers['Content-Type'] = a.type ?? (a.bytes === undefined ? JSON_TYPE : 'application/octet-stream')
+  if (payload instanceof Readable) {
+    res.writeHead(status, headers)
+    if (method === 'HEAD') { payload.destroy(); res.end(); return status }
+    pipeline(payload, res, err => { if (err !== undefined && err !== null && !res.destroyed) log.warn({ err }, 'answer stream failed') })
+    return status
+  }
+  const pieces = typeof payload === 'string' || Buffer.isBuffer(payload) ? null : payload
+  headers['Content-Length'] = pieces === null ? Buffer.byteLength(payload as string | Buffer) : pieces.reduce((n, p) => n + p.length, 0)
+  res.writeHead(status, headers)
+  if (method === 'HEAD') res.end()
+  else if (pieces === null) res.end(payload)
+  else {
+    res.cork()
+    for (const p of pieces) res.write(p)
+    res.end()
+    res.uncork()
+  }
+  return status
+}

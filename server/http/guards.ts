@@ -1,0 +1,46 @@
+import type { RateLimiterAbstract } from 'rate-limiter-flexible'
+import type { ServiceContext } from '../../lib/context.js'
+import * as license from '../../lib/license/index.js'
+import { authenticate, identify, metricsToken, type AuthDeps } from '../middleware/auth.js'
+import { rateLimit } from '../middleware/rate-limit.js'
+import { jsonBody } from '../middleware/body.js'
+import type { CompiledRoute } from './exchange.js'
+import type { Route, RouteRequest, RouteSpec } from './route.js'
+
+export interface GuardDeps extends AuthDeps {
+  limiter: RateLimiterAbstract
+}
+
+/** 403 FEATURE_DISABLED when the caller's tenant license switches `feature` off (RouteSpec.feature). */
+function requireFeature (feature: license.Feature): (req: RouteRequest) => Promise<void> | undefined {
+  return req => {
+    const service: ServiceContext = req.service
+    // Without a license public key every feature is on (development): nothing to wait for.
+    return service.config.license.publicKey === null ? undefined : license.assertFeature(service, feature)
+  }
+}
+
+/**
+ * Every route's guards, from its declared auth kind, in this order: identify before the limiter
+ * (it keys on the identity), the limiter before the 401 (failed logins are counted), the body
+ * last, after routing, limiting and authentication: an unauthenticated or throttled client never
+ * makes us read its body, and a route that takes none ignores it.
+ */
+export function compileRoutes (routes: Route[], deps: GuardDeps): CompiledRoute[] {
+  const who = identify(deps)
+  const must = authenticate(deps)
+  const limited = rateLimit(deps.limiter, deps.config.rateLimit.limit)
+  const metrics = metricsToken(deps.config)
+  const body = jsonBody(deps.config.maxBodyBytes)
+  const guardsOf = (spec: RouteSpec): CompiledRoute['guards'] => {
+    const limit = spec.unlimited === true ? [] : [limited]
+    const parse = spec.body !== undefined ? [body] : []
+    const feature = spec.feature !== undefined ? [requireFeature(spec.feature)] : []
+    switch (spec.auth) {
+      case 'bearer': return [who, ...limit, must, ...feature, ...parse]
+      case 'metrics': return [...limit, metrics]
+      case 'webhook': case 'none': return [...limit, ...parse]
+    }
+  }
+  return routes.map(r => ({ ...r, guards: guardsOf(r.spec) }))
+}
