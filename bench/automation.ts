@@ -15,9 +15,9 @@ import * as queues from '../lib/queues/index.js'
 // Automation end to end (issue 13, item 9): runs per second from ingress 202 to the effect
 // committed, with one and with two worker processes in alternating rounds, against pg-boss's own
 // send -> work rate in the same rounds (the automation.run worker's own loops, RUN_LOOPS and
-// workInLoops), each side once untimed first (fresh worker processes spend
-// their first runs compiling). Then event-to-run latency at low load against pg-boss's own send ->
-// start latency, and the outbox against a backlog.
+// workInLoops), each side once untimed first (fresh worker processes spend their first runs
+// compiling). Then event-to-run latency at low load against pg-boss's own send -> start latency,
+// and the outbox against a backlog.
 
 export interface AutomationBenchEnv {
   db: Db
@@ -89,9 +89,9 @@ async function finished (db: Db, f: Fixture, since: Date): Promise<number> {
 /**
  * Whether a run of this round is still queued or running, looked for from the newest end of the
  * same index: while the round runs the newest runs are the unfinished ones, so the look, every 20
- * ms, reads a row or two. (A count of the finished ones read all of them at every look, about 2.5
- * ms of database CPU each: an eighth of a core the observer took from the side it observed,
- * while pg-boss's side is observed in process at no cost.)
+ * ms, reads a row or two. (A count of the finished ones would read all of them at every look,
+ * database CPU the observer takes from the side it observes, while pg-boss's side is observed in
+ * process at no cost.)
  */
 async function unfinished (db: Db, f: Fixture, since: Date): Promise<boolean> {
   // The inner LIMIT keeps the planner on the index, newest first; the outer one stops at the first found.
@@ -103,8 +103,8 @@ async function unfinished (db: Db, f: Fixture, since: Date): Promise<boolean> {
 
 /**
  * RUNS ingress calls from CLIENTS clients, through the keep-alive node:http client of the other
- * sections (fetch cost this load generator about twice the CPU per call, on the two cores the
- * API, the workers and PostgreSQL share).
+ * sections (fetch costs this load generator more CPU per call, on the two cores the API, the
+ * workers and PostgreSQL share).
  */
 async function ingressCalls (env: AutomationBenchEnv, f: Fixture): Promise<void> {
   await throughput(RUNS, CLIENTS, async i => {

@@ -87,8 +87,8 @@ export async function benchCitus (env: CitusBenchEnv, say: (line: string) => voi
       { typeId: s.typeId, attributes: { name: `c${i}`, height: i % 40 }, geometry: { type: 'Point', coordinates: [AREA.minX + (i % 400) / 1000, AREA.minY + (i % 250) / 1000] } })
     const get = (s: Side) => (i: number) => http(s, s.token, 'GET', `/v1/objects/${s.ids[i % s.ids.length]}`)
     const bbox = (s: Side) => () => http(s, s.token, 'POST', '/v1/queries/objects/run', { filters: [{ field: 'geometry', operator: 'bbox', value: BOX }], limit: 1000 })
-    // Sized so that a round takes about a minute on a loaded 2-core machine (creates on the
-    // cluster run at ~30/s there).
+    // Sized so that a round takes about a minute on a loaded 2-core machine, where creates on the
+    // cluster are slow.
     const paths: Array<[string, number, number, (s: Side) => (i: number) => Promise<unknown>]> = [
       ['create, c16', 600, 16, create],
       ['get by id, c16', 3000, 16, get],

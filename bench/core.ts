@@ -3,7 +3,7 @@ import pg from 'pg'
 import type { Db } from '../lib/db.js'
 import * as audit from '../lib/audit/index.js'
 import { AREA, seedCity, type City } from './city.js'
-import { compare, http, httpText, median, startFloor, throughput, withClientCpu, workerChores } from './support.js'
+import { compare, http, httpText, median, recordFigure, startFloor, throughput, withClientCpu, workerChores } from './support.js'
 import { BBOX_SQL, DWITHIN_SQL, FLOOR_STATEMENTS, rawList, rawSpatial } from './raw-sql.js'
 
 // The core paths over HTTP against the physical limit: the best raw SQL for the same answer
@@ -88,8 +88,8 @@ export async function benchCore (env: CoreBenchEnv, say: (line: string) => void)
     : httpText(floor, '', 'GET', `/q/${name}?p=${encodeURIComponent(JSON.stringify(params))}`)
   // A write path's rounds each begin with the tenant's audit chain sequenced (untimed), and end
   // when their own events are (timed): every side pays for sequencing its own events, none for
-  // another's. Without it, the chain's sweep and the API's sequencer sequenced the raw side's and
-  // the floor's events in whichever round came next, mostly ours.
+  // another's. Without it, the chain's sweep and the API's sequencer would sequence the raw side's
+  // and the floor's events in whichever round came next, mostly ours.
   const sequenced = () => audit.sequencePending(env.db, city.tenantId)
   // BENCH_PATHS=create,bbox measures only the paths whose label holds one of the words.
   const only = (process.env.BENCH_PATHS ?? '').split(',').map(w => w.trim()).filter(Boolean)
@@ -110,6 +110,7 @@ export async function benchCore (env: CoreBenchEnv, say: (line: string) => void)
     const r = await compare(env.rounds, side(ours, 'ours'), side(raw, 'raw'), viaHttp === undefined ? undefined : side(viaHttp, 'floor'), true)
     const client = (name: string) => median(cpu[name].slice(1)).toFixed(0)
     figures.push({ path, raw: r.baseline, ours: r.candidate, ratio: r.ratio, goal, ...(r.third !== undefined ? { floor: r.third } : {}) })
+    recordFigure(path, r)
     say(`  ${path}: raw ${r.baseline.toFixed(0)}/s,${r.third !== undefined ? ` HTTP floor ${r.third.toFixed(0)}/s,` : ''} ours ${r.candidate.toFixed(0)}/s, ratio ${r.ratio.toFixed(2)}` +
       ` (load generator CPU per call: raw ${client('raw')} us${viaHttp !== undefined ? `, floor ${client('floor')} us` : ''}, ours ${client('ours')} us)`)
   }
@@ -121,8 +122,8 @@ export async function benchCore (env: CoreBenchEnv, say: (line: string) => void)
   try {
     // Create: the raw side writes the same rows into the same tenant (the city's), so both pay for
     // the same index paths (a tenant's subtree of each index holds its 100,000 objects; an empty
-    // tenant of its own made each raw insert cheaper). Its audit events are sequenced by the API's
-    // sweep and by the round's end (measure's `writes`), as ours by the API's sequencer.
+    // tenant of its own would make each raw insert cheaper). Its audit events are sequenced by the
+    // API's sweep and by the round's end (measure's `writes`), as ours by the API's sequencer.
     const rawTenant = city.tenantId
     const typeId = city.typeIds[0]
     const actor = JSON.stringify({ sub: 'bench', roles: ['owner'] })
@@ -132,9 +133,8 @@ export async function benchCore (env: CoreBenchEnv, say: (line: string) => void)
       i => raw('create', rawCreate(i)),
       i => viaFloor('create', rawCreate(i), true)]
     // Every side first makes 3,000 creates untimed: V8 optimizes the create path over its first
-    // few thousand calls (a fresh API went from 561 to about 780 creates/s at c1 over its first
-    // 3,000), which a running service did long ago; one round of 300 left ours' c1 rounds still
-    // climbing (460 to 799 creates/s across five).
+    // few thousand calls, which a running service did long ago; a shorter warm-up leaves the
+    // timed rounds still climbing.
     if (wanted('create')) for (const side of creates) await throughput(3000, 16, async i => { await side(i) })
     for (const [c, n] of [[1, 1000], [16, 1500]] as const) await measure(`create, c${c}`, 0.5, n, c, ...creates, true)
     const ids = (await pool.query('SELECT id FROM objects WHERE tenant_id = $1 ORDER BY random() LIMIT 5000', [city.tenantId])).rows.map(r => r.id as string)
@@ -191,7 +191,7 @@ export async function benchCore (env: CoreBenchEnv, say: (line: string) => void)
 }
 
 /**
- * The table of the issue and README: path, raw SQL, the HTTP floor, ours, ours/raw (the goal's
+ * The table of docs/performance.md: path, raw SQL, the HTTP floor, ours, ours/raw (the goal's
  * ratio), floor/raw (the most an HTTP service got) and ours/floor (the share of it we get).
  */
 export function table (figures: Figure[]): string[] {

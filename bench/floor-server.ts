@@ -1,7 +1,7 @@
 import '../lib/heap.js'
 import { createServer, type ServerResponse } from 'node:http'
 import pg from 'pg'
-import { queryBytes } from '../lib/pg-bytes.js'
+import { queryBytes } from '../lib/fenced/pg.js'
 import { FLOOR_BYTES_STATEMENTS, FLOOR_STATEMENTS } from './raw-sql.js'
 
 // The HTTP floor of the core bench: the least an HTTP service can do for each path, run as its
@@ -10,7 +10,7 @@ import { FLOOR_BYTES_STATEMENTS, FLOOR_STATEMENTS } from './raw-sql.js'
 // that name (bench/raw-sql.ts) as a prepared statement with the parameters the client sends (a
 // JSON array: a GET's `p` query parameter, a POST's body) and answers with the JSON text that
 // PostgreSQL built; `/b/<name>` runs a statement of FLOOR_BYTES_STATEMENTS (a vector tile) the way
-// the API reads a tile (lib/pg-bytes: binary result, no hex text) and answers with its bytes.
+// the API reads a tile (lib/fenced/pg.ts: binary result, no hex text) and answers with its bytes.
 // Whatever separates the API from this is what the API adds.
 
 const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 16 })

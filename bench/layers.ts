@@ -6,7 +6,7 @@ import { VectorTile } from '@mapbox/vector-tile'
 import { PbfReader } from 'pbf'
 import type pg from 'pg'
 import type { Db } from '../lib/db.js'
-import { joinBytes, queryBytes } from '../lib/pg-bytes.js'
+import { joinBytes, queryBytes } from '../lib/fenced/pg.js'
 import { BENCH_CLIENT, compare, leanRequest, row, startFloor, throughput, withClientCpu } from './support.js'
 import { TILE_SQL } from './raw-sql.js'
 import { seedCity } from './city.js'
@@ -101,8 +101,8 @@ function randomTiles (z: number, count: number): Array<[number, number, number]>
 
 // Tiles are fetched by the bench's lean keep-alive client (bench/lean-http.ts, as the core paths
 // are), whose CPU per request is about what pg's driver costs the direct side. BENCH_CLIENT=node
-// fetches with node:http's keep-alive agent (the client until 2026-11-27), BENCH_CLIENT=fetch
-// with fetch (about twice node:http's CPU per request).
+// fetches with node:http's keep-alive agent, BENCH_CLIENT=fetch with fetch (both heavier per
+// request: bench/README.md).
 const agent = new Agent({ keepAlive: true, maxSockets: 32 })
 
 // How a warm tile is asked for: 'identity' sends no Accept-Encoding (GDAL-like, and the cold
@@ -151,8 +151,8 @@ async function get (d: LayerBenchDeps, path: string, coding: Coding = 'identity'
 }
 
 // Warm tiles are also asked by wrk (a C load generator, when installed: scripts/install.sh), as
-// servers are measured: a node:http client that reads (and, for gzip-decoded, gunzips) 64-141 KB
-// per tile spends about as much CPU per tile as the API does, on the same two cores, so the Node
+// servers are measured: a node:http client that reads (and, for gzip-decoded, gunzips) a large
+// tile spends about as much CPU per tile as the API does, on the same two cores, so the Node
 // figure says as much about the client as about the API. wrk: one thread, 10 keep-alive
 // connections, the same headers; it reads the bodies without decoding them.
 const hasWrk = spawnSync('wrk', ['--version']).error === undefined
@@ -254,8 +254,8 @@ export async function benchLayers (d: LayerBenchDeps, log: (line: string) => voi
   const conn: pg.Client = await d.db.client.acquireConnection()
   try {
     await conn.query('SET max_parallel_workers_per_gather = 0')
-    // Rounds of a second or more on every side (a round of 300 z14 tiles took 0.3-0.4 s, and one
-    // hiccup moved its rate by a fifth).
+    // Rounds of a second or more on every side: in a shorter round one hiccup moves the rate
+    // noticeably.
     for (const [z, count] of [[10, 12], [12, 150], [14, 1000]] as const) {
       const tiles = randomTiles(z, count)
       // The API answers what the direct statement answers: the same features with the same

@@ -4,7 +4,7 @@ import { connect, type Socket } from 'node:net'
 // one request in flight per socket, the request written in one call, the answer read by its
 // Content-Length (or chunked framing) into one string. No agent, no header objects, no streams.
 // It exists so that the HTTP sides of a comparison are not charged a heavier client than the SQL
-// side's (node:http's client costs about three times pg's per call here; see bench/README.md).
+// side's (node:http's client costs several times pg's per call; bench/README.md).
 
 interface Pending {
   resolve: (r: { status: number, body: Buffer }) => void

@@ -77,7 +77,7 @@ export const DWITHIN_SQL = 'ST_DWithin(o.geom::geography, ST_SetSRID(ST_MakePoin
 // The same statement the service runs (lib/layers export-sql.ts), written out by hand, with the
 // attributes read the cheapest way (the service also turns objects and arrays into JSON text).
 // It runs as the service's does: a named prepared statement (planned once per connection) read
-// in PostgreSQL's binary result format (lib/pg-bytes), so both sides differ only by what the API
+// in PostgreSQL's binary result format (lib/fenced/pg.ts), so both sides differ only by what the API
 // adds: HTTP, the guards, the plan and cache key, the pool. The HTTP floor serves it too (`/b/tile`).
 export const TILE_SQL = `
   WITH env AS MATERIALIZED (SELECT ST_TileEnvelope($1, $2, $3) AS m),
@@ -100,7 +100,7 @@ export const FLOOR_STATEMENTS: Record<string, string> = {
   dwithin: rawSpatial(DWITHIN_SQL)
 }
 
-/** The statements the HTTP floor serves as bytes (a one-column bytea read in binary, lib/pg-bytes), by name. */
+/** The statements the HTTP floor serves as bytes (a one-column bytea read in binary, lib/fenced/pg.ts), by name. */
 export const FLOOR_BYTES_STATEMENTS: Record<string, string> = {
   tile: TILE_SQL
 }

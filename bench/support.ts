@@ -1,4 +1,6 @@
 import { randomUUID } from 'node:crypto'
+import { appendFileSync } from 'node:fs'
+import path from 'node:path'
 import { fork, spawn, spawnSync, type ChildProcess, type StdioOptions } from 'node:child_process'
 import { Agent, request } from 'node:http'
 import { createServer } from 'node:net'
@@ -12,19 +14,33 @@ import { computePermissions } from '../lib/access/index.js'
 import * as counters from '../lib/counters/index.js'
 
 /**
+ * The checkout whose service the bench measures: this one, or BENCH_SERVICE_DIR (bench/ab.ts
+ * points it at a build of an earlier commit, so both builds meet the same bench code).
+ */
+const SERVICE_DIR = process.env.BENCH_SERVICE_DIR ?? new URL('..', import.meta.url).pathname
+
+/**
  * Builds the service into dist/ (`npm run build`), once per bench run: every service process the
  * bench starts runs what production runs (Procfile: `node dist/...`), not tsx's transform of the
- * sources, whose keep-names helper runs at each closure's creation (measured: 65 against 75-78 us
- * of API CPU per get at c16).
+ * sources, whose keep-names helper runs at each closure's creation.
  */
 export function buildService (): void {
-  const r = spawnSync('npm', ['run', '--silent', 'build'], { cwd: new URL('..', import.meta.url).pathname, stdio: 'inherit' })
+  const r = spawnSync('npm', ['run', '--silent', 'build'], { cwd: SERVICE_DIR, stdio: 'inherit' })
   if (r.status !== 0) throw new Error(`the build exited ${r.status}`)
 }
 
 /** Starts a service entry point as production does: `node dist/<entry>.js` (e.g. 'server/main'). */
 export function startService (entry: 'server/main' | 'embedded/main' | 'worker/main' | 'db/setup', env: Record<string, string | undefined>, stdio: StdioOptions = ['ignore', 'ignore', 'inherit']): ChildProcess {
-  return spawn(process.execPath, [new URL(`../dist/${entry}.js`, import.meta.url).pathname], { env, stdio })
+  return spawn(process.execPath, [path.join(SERVICE_DIR, 'dist', `${entry}.js`)], { env, stdio })
+}
+
+/**
+ * With BENCH_FIGURES_FILE set, every ratio the bench prints is also appended there as a JSON line
+ * {label, candidate, baseline, ratio}: bench/ab.ts compares two builds by them.
+ */
+export function recordFigure (label: string, r: { candidate: number, baseline: number, ratio: number }): void {
+  const file = process.env.BENCH_FIGURES_FILE
+  if (file !== undefined && file !== '') appendFileSync(file, JSON.stringify({ label: label.trim(), candidate: r.candidate, baseline: r.baseline, ratio: r.ratio }) + '\n')
 }
 
 /** Runs `total` calls of `op` with `concurrency` in flight; returns operations per second. */
@@ -64,8 +80,7 @@ export function median (xs: number[]): number {
  * both alike) and reports the median of each. Ratio = candidate / baseline. An optional third
  * side (the core bench's HTTP floor) runs between them in each round. With `warmUp`, every side
  * first runs once untimed: a path's first few thousand requests run partly unoptimized code and
- * compile it (V8's compiler threads took a seventh of the API's CPU during its first 1,500
- * creates), which no long-running server pays.
+ * compile it, which no long-running server pays.
  */
 export async function compare (rounds: number, candidate: () => Promise<number>, baseline: () => Promise<number>, third?: () => Promise<number>, warmUp = false): Promise<{ candidate: number, baseline: number, ratio: number, third?: number }> {
   const c: number[] = []
@@ -87,6 +102,7 @@ export async function compare (rounds: number, candidate: () => Promise<number>,
 }
 
 export function row (label: string, r: { candidate: number, baseline: number, ratio: number }, unit = 'ops/s'): string {
+  recordFigure(label, r)
   return `${label.padEnd(44)} ${r.candidate.toFixed(0).padStart(8)} ${unit}  vs ${r.baseline.toFixed(0).padStart(8)} ${unit}  ratio ${r.ratio.toFixed(2)}`
 }
 
@@ -105,9 +121,8 @@ export function benchContext (db: Db, tenant: string, env: Record<string, string
 }
 
 // The load generator's HTTP client (BENCH_CLIENT). By default the lean one of bench/lean-http.ts,
-// whose CPU per call is about pg's for the raw side's; 'node' uses node:http's keep-alive agent,
-// the bench's client until 2026-11-27 (about three times pg's CPU per call on the same paths);
-// 'fetch' (the layers section only) fetch.
+// whose CPU per call is about pg's for the raw side's; 'node' uses node:http's keep-alive agent
+// (several times pg's CPU per call, bench/README.md); 'fetch' (the layers section only) fetch.
 export const BENCH_CLIENT: 'lean' | 'node' | 'fetch' = process.env.BENCH_CLIENT === 'node' || process.env.BENCH_CLIENT === 'fetch' ? process.env.BENCH_CLIENT : 'lean'
 const agent = new Agent({ keepAlive: true, maxSockets: 32 })
 const lean = new Map<string, LeanClient>()
@@ -176,7 +191,7 @@ export function freePort (): Promise<number> {
 
 /**
  * Waits until the API at `base` answers /v1/health/ready, up to 90 s: a loaded 2-core machine
- * starts an API slowly (the Citus side's API used to give up after 30 s, failing the section).
+ * starts an API slowly, the Citus side's most of all.
  */
 export async function waitReady (base: string): Promise<void> {
   for (let i = 0; i < 900; i++) {

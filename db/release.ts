@@ -9,8 +9,9 @@ import { seedDemo } from './seeds/demo.js'
 
 /**
  * The release steps, shared by the release job (db/setup.ts) and embedded mode's start: migrate,
- * distribute the tenant tables when the database is a Citus cluster (db/distribute.ts), install pg-boss's schema (`boss.start()`; the caller stops it or keeps it), seed the demo tenant,
- * record the release. Idempotent: a second run changes nothing.
+ * distribute the tenant tables when the database is a Citus cluster (db/distribute.ts), install
+ * pg-boss's schema (`boss.start()`; the caller stops it or keeps it), seed the demo tenant, record
+ * the release. Idempotent: a second run changes nothing.
  */
 export async function runRelease (db: Db, boss: PgBoss, log: Logger, release: string, hooks: ModuleHooks): Promise<void> {
   const applied = await migrateLatest(db)

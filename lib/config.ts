@@ -38,7 +38,7 @@ export interface Config {
    */
   publicUrl: string | null
   automation: {
-    /** Per outgoing webhook attempt (CONTRACT: 30 s). */
+    /** Per outgoing webhook attempt (docs/behaviour.md "Automation": 30 s). */
     webhookTimeoutMs: number
     /** Succeeded, skipped and dry-run runs are pruned after this many days. */
     runRetentionDays: number
@@ -79,7 +79,7 @@ function str (env: Env, name: string): string | null {
 }
 
 // Echoed values are JSON-quoted so a value holding a newline still makes ONE error line
-// (CONTRACT "Platform"). Secrets and URLs (which may hold passwords) are never echoed.
+// (docs/behaviour.md "Platform"). Secrets and URLs (which may hold passwords) are never echoed.
 function int (env: Env, name: string, def: number, min: number, max = Number.MAX_SAFE_INTEGER): number {
   const raw = str(env, name)
   if (raw === null) return def

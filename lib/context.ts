@@ -43,7 +43,12 @@ export interface ModuleHooks {
   initialState: (ctx: ServiceContext, db: Queryable, workflowId: string) => Promise<string | null>
   /** lib/object-types: whether a type may name this workflow (lib/workflows). */
   workflowExists: (ctx: ServiceContext, db: Queryable, workflowId: string) => Promise<boolean>
+  /** lib/access: a refusal written to the caller's audit chain, outside its transaction (lib/audit). */
+  recordRefusal: (ctx: ServiceContext, event: RefusalEvent) => Promise<void>
 }
+
+/** An audit event of a refusal (permission.denied, license.limit_exceeded, ...). */
+export interface RefusalEvent { type: string, resourceType: string, resourceId: string | null, data: Record<string, unknown> }
 
 /**
  * What every lib operation receives. Built per request by the server, per job by the worker.

@@ -1,6 +1,6 @@
 import type { Bindings, Queryable } from './db.js'
 
-/** CONTRACT "Lists": a filtered total is exact up to this many items; above, it may be an estimate. */
+/** docs/behaviour.md "Lists": a filtered total is exact up to this many items; above, it may be an estimate. */
 export const EXACT_TOTAL_UP_TO = 10_000
 
 export interface Total { total: number, exact: boolean }

@@ -4,8 +4,9 @@ import pg from 'pg'
 import { AppError } from './errors.js'
 import { dbQueryDuration } from './metrics.js'
 import { statementKind } from './statement-kind.js'
-import { queryBytes } from './pg-bytes.js'
-export { joinBytes } from './pg-bytes.js'
+import { namedQuery, queryBytes } from './fenced/pg.js'
+import { acquire, emitQueryEvent, isDiscarded, onPoolDemand, pendingAcquires, poolDestroyed, poolIdentity, release, tarnPool, type PoolConnection } from './fenced/knex.js'
+export { joinBytes } from './fenced/pg.js'
 
 export type Db = Knex
 export type Tx = Knex.Transaction
@@ -35,10 +36,8 @@ export function createDb (databaseUrl: string, opts: { poolMax?: number, stateme
 /**
  * The service's connections plan without JIT compilation. Its statements are short and many run
  * at once; PostGIS declares its spatial predicates at a cost of 10,000 per call, so a spatial
- * page's estimate crosses jit_above_cost (100,000) whenever ANALYZE's sample lifts its row
- * estimate, and compiling its expressions then took 15-20 ms of a 17-27 ms statement (a dwithin
- * page of the bench's city: EXPLAIN ANALYZE 46-47 ms with JIT, 17-27 ms without; the bench saw
- * the page rate halve, 57 against 114 per second).
+ * page's estimate crosses jit_above_cost whenever ANALYZE's sample lifts its row estimate, and
+ * compiling the expressions then took most of the statement's time.
  */
 function noJit (conn: { query: (sql: string, cb: (err: Error | null) => void) => void }, done: (err: Error | null, conn: unknown) => void): void {
   conn.query('SET jit = off', err => { done(err, conn) })
@@ -59,27 +58,23 @@ export interface Engine {
 
 const POSTGRES: Engine = Object.freeze({ kind: 'postgres', mvt: true, cursors: true })
 
-// Each pool's engine, by its client's configuration object: a transaction's client (and a
-// savepoint's) is a copy of the pool's that shares that object, and not its other properties.
+// Each pool's engine, kept for the pool and every transaction on it.
 const engines = new WeakMap<object, Engine>()
 
 /** The engine of a pool or of a transaction on it. */
 export function engineOf (db: Queryable): Engine {
-  return engines.get((db.client as { config: object }).config) ?? POSTGRES
+  return engines.get(poolIdentity(db)) ?? POSTGRES
 }
 
 /**
  * Whether a pool is being or has been destroyed (knex `destroy`): work that was only waiting for
  * its turn (an after-commit announcement) is dropped then, instead of asking a closed pool.
  */
-export function isClosed (db: Db): boolean {
-  const pool = (db.client as { pool?: { destroyed?: boolean } }).pool
-  return pool === undefined || pool.destroyed === true
-}
+export const isClosed = (db: Db): boolean => poolDestroyed(db)
 
 /** Marks a pool's engine (lib/embedded, once at start). */
 export function setEngine (db: Db, engine: Engine): void {
-  engines.set((db.client as { config: object }).config, Object.freeze({ ...engine }))
+  engines.set(poolIdentity(db), Object.freeze({ ...engine }))
 }
 
 /** Instruments a pool made elsewhere (lib/embedded) like createDb's. */
@@ -186,8 +181,7 @@ export function afterCommit (db: Queryable, fn: (pool: Db) => void): boolean {
 /**
  * Opens `n` connections of the pool at once (each held until all are open, so they are distinct)
  * and loads PostGIS in each: a new backend spends tens of milliseconds of database CPU on its
- * first geometry function, which a worker would otherwise pay in its first runs (measured: the
- * first second of a fresh worker's drain finished nothing). Best effort: errors are the caller's
+ * first geometry function, which a worker would otherwise pay in its first runs. Best effort: errors are the caller's
  * to log, and a connection the pool later closes for idleness is opened cold again.
  */
 export async function warmConnections (db: Db, n: number): Promise<void> {
@@ -234,7 +228,7 @@ export function translatePgError (err: unknown): unknown {
   if (err instanceof AppError || typeof err !== 'object' || err === null) return err
   const e = err as { code?: string, constraint?: string, detail?: string, message?: string }
   switch (e.code) {
-    case '23505': return new AppError('CONFLICT', 'a resource with the same unique key already exists', { constraint: constraintOf(e) })
+    case '23505': return conflict(constraintOf(e), e.detail)
     case '23503': return new AppError('VALIDATION_ERROR', 'a referenced resource does not exist', { field: constraintOf(e) ?? 'reference', reason: 'does not exist' })
     case '22P02': return new AppError('VALIDATION_ERROR', 'a value has the wrong form', { field: 'value', reason: 'invalid input syntax' })
     // Values that pass JSON Schema but that Postgres cannot hold: a timestamp outside its range
@@ -250,6 +244,25 @@ export function translatePgError (err: unknown): unknown {
   }
 }
 
+/** The field a unique index holds, so a 409 names what clashed. */
+const UNIQUE_FIELDS: Record<string, string> = {
+  object_types_tenant_key: 'key',
+  workflows_tenant_key: 'key',
+  rules_tenant_key: 'key',
+  layers_tenant_slug: 'slug',
+  automation_rules_tenant_slug: 'trigger.slug',
+  automation_rules_tenant_live_slug: 'trigger.slug',
+  objects_tenant_public_id: 'publicId'
+}
+
+function conflict (constraint: string | undefined, detail: string | undefined): AppError {
+  const field = constraint === undefined ? undefined : UNIQUE_FIELDS[constraint]
+  if (field === undefined) return new AppError('CONFLICT', 'a resource with the same unique key already exists', { constraint })
+  // PostgreSQL's detail: Key (tenant_id, key)=(acme, pole) already exists.
+  const value = /\)=\((?:[^,]*, )?(.*)\) already exists/.exec(detail ?? '')?.[1]
+  return new AppError('CONFLICT', `${field} ${value === undefined ? '' : `"${value}" `}is already taken in this tenant; choose another`, { field, reason: 'already taken', ...(value === undefined ? {} : { value }), constraint })
+}
+
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 export function isUuid (s: string): boolean {
   return UUID_RE.test(s)
@@ -260,7 +273,7 @@ export type Bindings = Knex.RawBinding[]
 
 /**
  * A fixed-text statement run as a named prepared statement: each connection plans it once
- * instead of on every call (about 0.1 ms of database CPU per call on the hot paths). `name`
+ * instead of on every call. `name`
  * must belong to exactly one SQL text; use it only where the text never varies.
  */
 export function prepared (db: Queryable, name: string, sql: string, bindings: Bindings): PromiseLike<any> {
@@ -306,7 +319,7 @@ const direct = (db: Queryable, bindings: Bindings): boolean =>
 
 /**
  * The same for a statement whose one row has one bytea column (a vector tile): resolves to its
- * bytes, read in binary (lib/pg-bytes: no hex text, no string of the tile's size on the heap), in
+ * bytes, read in binary (lib/fenced/pg.ts: no hex text, no string of the tile's size on the heap), in
  * the pieces they arrived in (`joinBytes` makes one buffer). None when there is no row or the
  * value is NULL or empty.
  */
@@ -319,88 +332,55 @@ export async function preparedBytes (db: Queryable, name: string, sql: string, b
   return onConnection(db, name, sql, bindings, true)
 }
 
-type PoolConnection = pg.Client & { __knexTxId?: string, __knex__disposed?: unknown }
-
-interface KnexClient {
-  acquireConnection: () => Promise<PoolConnection>
-  releaseConnection: (c: pg.Client) => Promise<void>
-  emit: (event: string, ...args: unknown[]) => void
-  /** The pool's tarn Pool (undefined once destroyed); a transaction's client inherits its pool's. */
-  pool?: TarnPool
-}
-
-interface TarnPool {
-  on: (event: 'acquireRequest' | 'poolDestroyRequest', handler: () => void) => void
-  numPendingAcquires: () => number
-}
-
 /**
- * The connection the last direct statement on a pool used, kept for the next one. tarn's
+ * The connection the last direct statement on a pool used, kept for the next one: tarn's
  * acquire and release cost every statement two pending operations, each with a promise chain and
  * a timer, and an asynchronous validation; a statement that finds a kept connection takes it with
- * none of that (a cold tile called in process: 44 us from the call to sending the statement
- * against 76 us, 8 us after the answer against 14 us; README "Performance"). A kept connection
- * goes back to the pool as soon as anyone else asks the pool for one (a
- * transaction, knex's own queries, a second direct statement in flight: tarn's acquireRequest,
- * which fires before the request is queued), when the pool is destroyed, when tarn has callers
- * waiting as a statement ends, and after IDLE_LANE_MS with no direct statement. A connection
- * knex marked broken is never kept.
+ * none of that (docs/performance.md). A kept connection goes back to the pool as soon as anyone
+ * else asks the pool for one (a transaction, knex's own queries, a second direct statement in
+ * flight), when the pool is destroyed, when the pool has callers waiting as a statement ends, and
+ * after IDLE_LANE_MS with no direct statement. A connection knex marked broken is never kept.
  */
 interface Lane { conn: PoolConnection | null, idle: NodeJS.Timeout }
-const lanes = new WeakMap<TarnPool, Lane>()
+const lanes = new WeakMap<object, Lane>()
 const IDLE_LANE_MS = 100
 
-function laneOf (client: KnexClient): Lane | null {
-  const pool = client.pool
-  if (pool === undefined) return null
+function laneOf (db: Db): Lane | null {
+  const pool = tarnPool(db)
+  if (pool === null) return null
   let lane = lanes.get(pool)
   if (lane === undefined) {
     const giveBack = (): void => {
       const c = l.conn
       if (c === null) return
       l.conn = null
-      void client.releaseConnection(c)
+      void release(db, c)
     }
     const l: Lane = { conn: null, idle: setTimeout(giveBack, IDLE_LANE_MS).unref() }
-    pool.on('acquireRequest', giveBack)
-    pool.on('poolDestroyRequest', giveBack)
+    onPoolDemand(db, giveBack)
     lanes.set(pool, lane = l)
   }
   return lane
 }
 
 /** A connection for a direct statement: the pool's kept one when it has one, else the pool's. */
-function takeConnection (client: KnexClient, lane: Lane | null): Promise<PoolConnection> | PoolConnection {
+function takeConnection (db: Queryable, lane: Lane | null): Promise<PoolConnection> | PoolConnection {
   const kept = lane?.conn ?? null
-  if (kept === null) return client.acquireConnection()
+  if (kept === null) return acquire(db)
   ;(lane as Lane).conn = null
-  if (!kept.__knex__disposed) return kept
+  if (!isDiscarded(kept)) return kept
   // Broken while kept (the server went away): the pool destroys it when it next validates it.
-  return client.releaseConnection(kept).then(() => client.acquireConnection())
+  return release(db, kept).then(() => acquire(db))
 }
 
 /** After a direct statement: keeps the connection for the next one, or gives it back to the pool. */
-async function putConnection (client: KnexClient, lane: Lane | null, conn: PoolConnection): Promise<void> {
-  if (lane !== null && lane.conn === null && !conn.__knex__disposed && client.pool?.numPendingAcquires() === 0) {
+async function putConnection (db: Queryable, lane: Lane | null, conn: PoolConnection): Promise<void> {
+  if (lane !== null && lane.conn === null && !isDiscarded(conn) && pendingAcquires(db) === 0) {
     lane.conn = conn
     lane.idle.refresh()
     return
   }
-  await client.releaseConnection(conn)
-}
-
-/**
- * conn.query({ name, text, values }) without pg's copy of the config object: pg 8.2x copies
- * every config object by its property descriptors (1.5 us per statement here, against 0.1 us
- * for a Query made from the text and named after).
- */
-function namedQuery (conn: pg.Client, name: string, text: string, values: unknown[]): Promise<pg.QueryResult> {
-  return new Promise((resolve, reject) => {
-    const q = new pg.Query(text, values) as pg.Query & { name?: string, callback?: (err: Error | null, r: pg.QueryResult) => void }
-    q.name = name
-    q.callback = (err, r) => { if (err !== null && err !== undefined) reject(err); else resolve(r) }
-    conn.query(q)
-  })
+  await release(db, conn)
 }
 
 async function onConnection (db: Queryable, name: string, sql: string, bindings: Bindings, bytes = false): Promise<any> {
@@ -412,25 +392,24 @@ async function onConnection (db: Queryable, name: string, sql: string, bindings:
   }
   // What knex's transaction client refuses, refused alike: a statement after COMMIT or ROLLBACK.
   if (db.isTransaction === true && (db as Tx).isCompleted()) throw new Error(`Transaction query already complete: ${name}`)
-  const client = db.client as KnexClient
-  const lane = db.isTransaction === true ? null : laneOf(client)
-  const conn = await takeConnection(client, lane)
-  const q = { method: 'raw', sql: text, bindings, options: { name }, __knexQueryUid: `direct-${++directQueries}`, __knexTxId: conn.__knexTxId }
-  client.emit('query', q)
+  const lane = db.isTransaction === true ? null : laneOf(db as Db)
+  const conn = await takeConnection(db, lane)
+  const q = { sql: text, bindings, name, uid: `direct-${++directQueries}` }
+  emitQueryEvent(db, 'query', conn, q)
   try {
     if (bytes) {
       const value = await queryBytes(conn, name, text, bindings as unknown[])
-      client.emit('query-response', { command: 'SELECT', rowCount: 1, rows: [] }, q)
+      emitQueryEvent(db, 'query-response', conn, q, { command: 'SELECT', rowCount: 1, rows: [] })
       return value
     }
     const r = await namedQuery(conn, name, text, bindings as unknown[])
-    client.emit('query-response', r, q)
+    emitQueryEvent(db, 'query-response', conn, q, r)
     return r
   } catch (err) {
-    client.emit('query-error', err, q)
+    emitQueryEvent(db, 'query-error', conn, q, err)
     throw err
   } finally {
-    await putConnection(client, lane, conn)
+    await putConnection(db, lane, conn)
   }
 }
 

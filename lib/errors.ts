@@ -1,5 +1,5 @@
-// One error type for the domain. The codes are exactly CONTRACT's list; lib knows no HTTP
-// status: server/middleware/errors.ts (and the GraphQL formatter) map code -> status.
+// One error type for the domain. The codes are exactly those of docs/behaviour.md "General"; lib
+// knows no HTTP status: server/middleware/errors.ts (and the GraphQL formatter) map code -> status.
 
 export type ErrorCode =
   | 'VALIDATION_ERROR' | 'BAD_REQUEST' | 'PRECONDITION_REQUIRED'

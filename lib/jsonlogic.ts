@@ -11,7 +11,7 @@ const OPERATORS = new Set([
   'all', 'none', 'some', 'geoWithin', 'geoDistanceWithin', 'geoIntersects'
 ])
 const MAX_DEPTH = 32
-/** Operations in one rule (README "Safety"). */
+/** Operations in one rule. */
 const MAX_NODES = 2000
 /** Steps of one evaluation: map/filter/reduce over large data nested in each other stop here. */
 const MAX_STEPS = 100_000

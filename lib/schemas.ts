@@ -5,7 +5,7 @@ export const Timestamp = { type: 'string', format: 'date-time', example: '2026-0
 
 export const PagingQuery = {
   limit: { type: 'integer', minimum: 1, maximum: 1000, default: 100, description: 'Page size, 1..1000' },
-  // The upper bound keeps offsets inside Postgres' bigint (a larger one was a 500).
+  // The upper bound keeps offsets inside Postgres' bigint (a larger one would fail there, a 500).
   offset: { type: 'integer', minimum: 0, maximum: 2147483647, default: 0, description: 'Items to skip, 0..2147483647' }
 } as const
 
@@ -42,7 +42,7 @@ type Pagination = Page<unknown>['pagination']
 /**
  * The envelope's pagination for a page of `count` items. `more` says whether rows follow the page
  * (read as one row beyond it); without it, the total decides. An estimated total (exact false) is
- * kept consistent with the page and flagged `totalExact: false` (CONTRACT "Lists").
+ * kept consistent with the page and flagged `totalExact: false` (docs/behaviour.md "Lists").
  */
 export function pagination (count: number, limit: number, offset: number, total: number, opts: { exact?: boolean, more?: boolean } = {}): Pagination {
   const hasMore = opts.more ?? offset + count < total

@@ -7,7 +7,7 @@ import { validationError } from './errors.js'
 export interface StorableFault { field: string, reason: string }
 
 // Deeper JSON is refused before anything recurses through it (merge patch, JSON.stringify and
-// Postgres all recurse, and a 1 MiB body can nest 200,000 levels).
+// Postgres all recurse, and a 1 MiB body can nest hundreds of thousands of levels).
 export const MAX_JSON_DEPTH = 64
 
 // Lone UTF-16 surrogates (JSON "\ud800") have no UTF-8 form; jsonb and text refuse them.

@@ -34,6 +34,13 @@ if ! command -v chromium >/dev/null; then
   apt-get install -y -qq --no-install-recommends chromium >/dev/null
 fi
 
+echo "== curl and jq (the README tour, run as written by test/tour/readme-shell.test.ts)"
+if ! command -v jq >/dev/null || ! command -v curl >/dev/null; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends jq curl >/dev/null
+fi
+
 echo "== wrk (npm run bench measures warm tiles with it, a C load generator, beside its Node client)"
 if ! command -v wrk >/dev/null; then
   export DEBIAN_FRONTEND=noninteractive

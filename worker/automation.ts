@@ -47,7 +47,11 @@ export async function startAutomation (rt: Runtime, deps: automation.EngineDeps)
   const embedded = config.databaseUrl === null
   const runs = await workInLoops<AutomationRunPayload>(rt.boss, AUTOMATION_RUN.name, embedded ? { ...RUN_LOOPS, loops: 1 } : RUN_LOOPS, batch => handleAutomationRun(deps, batch))
   const deliveries = await workInLoops<WebhookDeliverPayload>(rt.boss, WEBHOOK_DELIVER.name, embedded ? { ...DELIVERY_LOOPS, loops: 2, pollSeconds: 1 } : DELIVERY_LOOPS,
-    batch => handleWebhookDeliver(deps, batch))
+    async batch => {
+      // A retry is due 1 s, 2 s, 4 s... after its attempt: look for it then, not at the next poll.
+      const next = await handleWebhookDeliver(deps, batch)
+      if (next !== null) setTimeout(() => { deliveries.wake() }, next * 1000 + 20).unref()
+    })
   await rt.boss.work<AutomationTickPayload>(AUTOMATION_TICK.name, { pollingIntervalSeconds: 1, batchSize: 1, includeMetadata: true },
     batch => handleAutomationTick(deps, batch as Array<JobWithMetadata<AutomationTickPayload>>))
   await rt.boss.work<AutomationScheduleSyncPayload>(AUTOMATION_SCHEDULE_SYNC.name, { pollingIntervalSeconds: 1, batchSize: 1 },

@@ -2,9 +2,8 @@ import type { Job, PgBoss } from 'pg-boss'
 
 // Fetch loops that keep pace with a backlog and rest when there is none. pg-boss's own loop waits
 // out its polling interval after every fetch that did not come back as a full batch: with one job
-// per fetch (webhook deliveries), eight loops polling every half second delivered at most 16
-// webhooks a second per worker however fast the receivers answered, and an idle worker still
-// sent 16 fetches a second for them.
+// per fetch (webhook deliveries), that caps a worker at one job per loop and interval however fast
+// the receivers answer, while an idle worker still fetches at that rate.
 
 export interface LoopOptions {
   /** Fetch loops, each a pg-boss registration of its own (so that each can be woken alone). */

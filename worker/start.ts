@@ -52,10 +52,10 @@ export async function startWorker (rt: Runtime, config: Readonly<Config>, log: L
   // Poll the pending-outbox index once a second and queue a dispatch when events wait, so events
   // are delivered within about a second of their commit. The outbox announces every write's
   // committed events (lib/outbox `onCommitted`) and that checks at once, so an event is usually
-  // dispatched milliseconds after its commit. Coalescing is local:
-  // while a dispatch this process queued has not started yet (up to a second), no other is
-  // queued, since it will claim whatever is pending when it starts; a running dispatch drains
-  // until nothing is pending, and what commits after that is announced again.
+  // dispatched milliseconds after its commit. Coalescing is local: while a dispatch this process
+  // queued has not started yet (up to a second), no other is queued, since it will claim whatever
+  // is pending when it starts; a running dispatch drains until nothing is pending, and what commits
+  // after that is announced again.
   let checking = false
   let again = false
   const check = async (): Promise<void> => {

@@ -3,7 +3,7 @@ import type { Knex } from 'knex'
 export async function up (knex: Knex): Promise<void> {
   await knex.raw(`
     -- Workflows: every create or PATCH appends a version that is effective at once; objects
-    -- follow latest_version (CONTRACT "Object types and the schema registry").
+    -- follow latest_version (docs/behaviour.md "Object types and the schema registry").
     CREATE TABLE workflows (
       id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
       tenant_id text NOT NULL,

@@ -4,7 +4,7 @@ export async function up (knex: Knex): Promise<void> {
   await knex.raw(`
     -- Automation rules (lib/automation). status is what runs: draft never runs; sandbox and active
     -- run live_version. A PATCH of a sandbox or active rule writes latest_version + 1 as a draft
-    -- that goes live on the next publish (CONTRACT "Automation").
+    -- that goes live on the next publish (docs/behaviour.md "Automation").
     CREATE TABLE automation_rules (
       tenant_id text NOT NULL,
       id uuid NOT NULL DEFAULT gen_random_uuid(),

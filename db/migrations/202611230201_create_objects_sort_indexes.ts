@@ -1,6 +1,6 @@
 import type { Knex } from 'knex'
 
-// Every documented sort of GET /v1/objects (CONTRACT "Objects": id, publicId, typeId,
+// Every documented sort of GET /v1/objects (docs/behaviour.md "Objects": id, publicId, typeId,
 // workflowState, createdAt, updatedAt) reads its page from an index in both directions instead of
 // sorting the tenant's whole set. A btree scans backwards for the reverse order, so one index per
 // key serves asc and desc; the exception is the nullable workflow_state, whose nulls come last in

@@ -4,10 +4,9 @@ import type { Knex } from 'knex'
 // geom::geography) through btree_gist (a contrib extension shipped with PostgreSQL), instead of
 // the global GiST indexes on geom and geom::geography. With a global index a small tenant's bbox
 // reads every tenant's entries in the box and then intersects them with a bitmap of all its own
-// rows: measured on the bench city (794 of a tenant's 101,800 objects in the box, beside a
-// 1,000,000-object tenant in the same area), 7.6 ms per page against 1.1 ms with (tenant_id, geom),
-// which reads only the tenant's 794 entries, whatever the neighbours hold. Partitioning by tenant
-// would do the same at the cost of a partition per tenant; Citus shards by tenant_id anyway.
+// rows; (tenant_id, geom) reads only the tenant's own entries, whatever the neighbours hold
+// (docs/performance.md). Partitioning by tenant would do the same at the cost of a partition per
+// tenant; Citus shards by tenant_id anyway.
 export async function up (knex: Knex): Promise<void> {
   await knex.raw(`
     CREATE EXTENSION IF NOT EXISTS btree_gist;

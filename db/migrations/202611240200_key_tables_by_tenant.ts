@@ -15,7 +15,8 @@ import type { Knex } from 'knex'
 //
 // objects_tenant_id already was a unique (tenant_id, id) index: it becomes the primary key as it
 // is, so the largest table gets no new index build. The other keys are rebuilt; on a large
-// installation run this release in a maintenance window (README "Moving to Citus").
+// installation run this release in a maintenance window
+// (docs/operations.md "Moving a running installation to Citus").
 const FOREIGN_KEYS: Array<[child: string, columns: string, parent: string, name: string]> = [
   ['object_type_versions', 'type_id', 'object_types', 'object_type_versions_type_id_fkey'],
   ['objects', 'type_id', 'object_types', 'objects_type_id_fkey'],

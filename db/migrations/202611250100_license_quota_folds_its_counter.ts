@@ -1,14 +1,14 @@
 import type { Knex } from 'knex'
 
 // license_quota_shared summed every delta row of (tenant, counter) written since the worker's last
-// fold (every 5 s): at 1,000 creates a second that is thousands of rows, read with a heap fetch
-// each (fresh rows are never all-visible), so the check of each create grew with the throughput.
-// It now keeps that sum short itself: after it passes, when the counter holds more than FOLD_ABOVE
-// rows beyond one per bucket and no other write is folding it, it folds the counter's committed
-// rows into one row per bucket in the write's own statement (totals never move: the rows and
-// their sum change in one commit). It never waits: it folds only when it gets the tenant's fold
-// lock without waiting, the lock every folder of counter_deltas takes (lib/counters tryFoldLock),
-// so no other transaction is deleting these rows and the DELETE meets no row lock.
+// fold, each read with a heap fetch (fresh rows are never all-visible), so the check of each create
+// grew with the write rate. It now keeps that sum short itself: after it passes, when the counter
+// holds more than FOLD_ABOVE rows beyond one per bucket and no other write is folding it, it folds
+// the counter's committed rows into one row per bucket in the write's own statement (totals never
+// move: the rows and their sum change in one commit). It never waits: it folds only when it gets
+// the tenant's fold lock without waiting, the lock every folder of counter_deltas takes
+// (lib/counters tryFoldLock), so no other transaction is deleting these rows and the DELETE meets
+// no row lock.
 // Unchanged: the shared lock, the slack for every other holder, PW001 near the limit.
 const FOLD_ABOVE = 32
 

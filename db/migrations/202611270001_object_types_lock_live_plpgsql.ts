@@ -3,10 +3,9 @@ import type { Knex } from 'knex'
 // object_types_lock_live (migration 202611240201) in PL/pgSQL: the same rows, the same lock (FOR
 // KEY SHARE) and the same recheck of deleted_at after a wait. A LANGUAGE sql function that cannot
 // be inlined (it returns a set and locks) has its body parsed and planned again on every call,
-// once per object create; PL/pgSQL keeps the plan of its query for the session. Measured on the
-// bench's city, the create statement at c16 on 16 connections, alternated: about 1,550/s with
-// the SQL function, 1,870/s with this one, 1,910/s with no explicit lock at all (which would
-// let an object be written under a type soft-deleted meanwhile).
+// once per object create; PL/pgSQL keeps the plan of its query for the session, which brings a
+// create close to one without the lock (docs/performance.md). The lock stays: without it an
+// object could be written under a type soft-deleted meanwhile.
 const PLPGSQL = `
   CREATE OR REPLACE FUNCTION object_types_lock_live (p_tenant text, p_ids uuid[])
   RETURNS TABLE (id uuid, published_version integer) LANGUAGE plpgsql VOLATILE AS $fn$

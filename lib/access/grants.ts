@@ -1,11 +1,12 @@
-// Built-in role grants (CONTRACT "Authentication and roles"). Pure functions, unit-tested.
+// Built-in role grants (docs/behaviour.md "Authentication and roles"). Pure functions, unit-tested.
 
 const design = ['read', 'write', 'publish'] as const
 
 /**
- * Each resource and the actions it has: the one list (CONTRACT's default-grants table names
- * them), from which RESOURCES and ACTIONS follow and the policy schema's per-resource enums are
- * made. A grant of an action its resource lacks is refused (400), not stored.
+ * Each resource and the actions it has: the one list (the default-grants table of docs/behaviour.md
+ * "Authentication and roles" names them), from which RESOURCES and ACTIONS follow and the policy
+ * schema's per-resource enums are made. A grant of an action its resource lacks is refused (400),
+ * not stored.
  */
 export const RESOURCE_ACTIONS = {
   objects: ['read', 'write', 'transition'],

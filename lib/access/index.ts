@@ -1,21 +1,19 @@
-// lib/audit and this module import each other (audit/list.ts authorizes chain reads; authorize
-// records denials). Both sides use the other only at call time, never while loading.
 export * from './grants.js'
 export * from './tokens.js'
 import type { ServiceContext } from '../context.js'
 import { AppError } from '../errors.js'
-import * as audit from '../audit/index.js'
 import { can, type Action, type Resource } from './grants.js'
 
 /**
  * The one permission check (every route's lib call makes it before reading anything, so a 403
  * never tells whether a resource exists). Throws FORBIDDEN with `details.required`
  * ("objects:write") unless the caller holds `resource:action`; a denial is written to the audit
- * chain (permission.denied) in its own transaction before the error propagates.
+ * chain (permission.denied, through ctx.hooks: lib/audit reads through this module) in its own
+ * transaction before the error propagates.
  */
 export async function authorize (ctx: ServiceContext, resource: Resource, action: Action): Promise<void> {
   if (can(ctx.permissions, resource, action)) return
-  await audit.recordForContext(ctx, {
+  await ctx.hooks.recordRefusal(ctx, {
     type: 'permission.denied',
     resourceType: resource,
     resourceId: null,
@@ -25,7 +23,7 @@ export async function authorize (ctx: ServiceContext, resource: Resource, action
   throw new AppError('FORBIDDEN', `requires ${resource}:${action}; ${held}`, { required: `${resource}:${action}`, resource, action })
 }
 
-/** The caller as GET /v1/auth/me (and GraphQL `me`) shows it (CONTRACT "Authentication and roles"). */
+/** The caller as GET /v1/auth/me (and GraphQL `me`) shows it (docs/behaviour.md "Authentication and roles"). */
 export function describeCaller (ctx: ServiceContext) {
   return {
     sub: ctx.actor.sub,

@@ -31,7 +31,7 @@ function secretKey (secret: string): KeyObject {
 const verified = new WeakMap<Config['auth'], Map<string, { identity: Identity, expiresAtMs: number }>>()
 const MAX_VERIFIED = 10_000
 
-/** SPEC section 5 + CONTRACT: HS256 only; iss/aud when configured; sub and tenant required. */
+/** docs/behaviour.md "Authentication and roles": HS256 only; iss/aud when configured; sub and tenant required. */
 export function verifyAccessToken (auth: Config['auth'], token: string | null): TokenCheck {
   let cache = verified.get(auth)
   if (!cache) { cache = new Map(); verified.set(auth, cache) }

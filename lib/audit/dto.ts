@@ -1,6 +1,6 @@
 import type { SequencedRow } from './sql.js'
 
-/** CONTRACT audit event: snake_case row -> API shape; occurredAt is ISO UTC with milliseconds. */
+/** The audit event of docs/behaviour.md "Audit": snake_case row -> API shape; occurredAt is ISO UTC with milliseconds. */
 export function toEventDto (r: SequencedRow) {
   return {
     id: r.id,

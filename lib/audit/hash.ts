@@ -16,7 +16,7 @@ export interface HashedFields {
   occurredAt: string
 }
 
-/** CONTRACT: hash = sha256hex(previousHash + RFC 8785 canonical JSON of the hashed fields). */
+/** docs/behaviour.md "Audit": hash = sha256hex(previousHash + RFC 8785 canonical JSON of the hashed fields). */
 export function eventHash (previousHash: string, f: HashedFields): string {
   const body = canonicalize({
     sequence: f.sequence,

@@ -13,7 +13,8 @@ export interface ListEventsQuery extends sql.EventFilter {
   tenant?: string
 }
 
-// CONTRACT: system_admin reads the `_system` chain and nothing else; a token's scope still narrows it.
+// docs/behaviour.md "Authentication and roles": system_admin reads the `_system` chain and nothing
+// else; a token's scope still narrows it.
 const SYSTEM_CHAIN_GRANTS = { system_admin: { auditLogs: ['read' as const] } }
 
 /** The permissions that apply to reading `chain`: one's own tenant's, system_admin's for `_system`, none elsewhere. */
@@ -44,8 +45,8 @@ export async function authorizeChain (ctx: ServiceContext, requested: string | u
 
 /**
  * GET /v1/audit/events: newest first. The chain's pending events are sequenced first, so an event
- * whose write was just answered is listed (CONTRACT: listed within one second); unsequenced rows
- * are never shown, since they have no sequence or hash yet.
+ * whose write was just answered is listed (docs/behaviour.md "Audit": listed within one second);
+ * unsequenced rows are never shown, since they have no sequence or hash yet.
  */
 export async function listEvents (ctx: ServiceContext, q: ListEventsQuery): Promise<Page<AuditEventDto>> {
   const chain = await authorizeChain(ctx, q.tenant)

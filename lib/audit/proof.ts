@@ -73,9 +73,10 @@ export class ChainWalker {
 }
 
 /**
- * GET /v1/audit/events/{id}/proof. Recomputes the whole chain from genesis to the head (CONTRACT:
- * `valid` is false when any row between genesis and head was altered), in batches, inside one
- * repeatable-read snapshot so a concurrent sequencer cannot make a consistent chain look broken.
+ * GET /v1/audit/events/{id}/proof. Recomputes the whole chain from genesis to the head
+ * (docs/behaviour.md "Audit": `valid` is false when any row between genesis and head was altered),
+ * in batches, inside one repeatable-read snapshot so a concurrent sequencer cannot make a
+ * consistent chain look broken.
  */
 export async function proveEvent (ctx: ServiceContext, id: string, q: { tenant?: string } = {}): Promise<Proof> {
   const chain = await authorizeChain(ctx, q.tenant)

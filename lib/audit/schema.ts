@@ -1,7 +1,5 @@
 import { PagingQuery, Timestamp, Uuid, envelope } from '../schemas.js'
-// From tokens.js, not access/index.js: access/index imports lib/audit, and this constant is read
-// while modules are still loading, so going through the cycle would depend on evaluation order.
-import { TENANT_RE } from '../access/tokens.js'
+import { TENANT_RE } from '../access/index.js'
 
 const Hash = { type: 'string', pattern: '^[0-9a-f]{64}$', description: 'SHA-256, lowercase hex' } as const
 
@@ -107,7 +105,8 @@ export const SignedTreeHead = {
 } as const
 
 // A tree size asked for: the upper bound keeps it exact in JavaScript and inside Postgres' bigint,
-// where the query casts it (a larger one was a 500); above the current size it is a 400 anyway.
+// where the query casts it (a larger one would fail there, a 500); above the current size it is
+// a 400 anyway.
 const RequestedSize = { type: 'integer', minimum: 1, maximum: Number.MAX_SAFE_INTEGER } as const
 
 export const InclusionProofQuery = {

@@ -63,11 +63,9 @@ async function sequenceBatch (tx: Tx, tenantId: string, skipLocked: boolean): Pr
  * commit instead of one per write), or less when `fullAt` kicks (writes) of the tenant have come
  * meanwhile: a window's run then has a batch's worth to do and starts at once. At most one run per
  * tenant is in flight, and a kick that arrives during a run causes exactly one more run after it
- * (the run in flight may have read the pending rows before the new event committed), after its
- * own window. CONTRACT allows one second from answer to sequenced; a reader (list, proof)
- * sequences the chain itself first; the sweep is the backstop for kicks lost with a process.
- * A run is five statements and a commit: at 50 ms under steady creates at c1 these runs cost the
- * database and the API about a tenth of what the creates did (README "Sequencing cost").
+ * (the run in flight may have read the pending rows before the new event committed), after its own
+ * window. docs/behaviour.md "Audit" allows one second from answer to sequenced; a reader (list,
+ * proof) sequences the chain itself first; the sweep is the backstop for kicks lost with a process.
  */
 export class Sequencer {
   private running = new Map<string, Promise<void>>()

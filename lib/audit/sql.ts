@@ -79,7 +79,7 @@ export async function lockHead (tx: Tx, tenantId: string, genesis: string, skipL
     // Skipped while another transaction holds it (a plain read tells, and never waits): null, and
     // the head is known, so the next try does not insert it again (an INSERT meeting a head that
     // another sequencer's open transaction updated waits for that transaction: the very wait
-    // skipLocked is for; two workers' sequencers met there after every other batch of runs).
+    // skipLocked is for).
     if (skipLocked && await headExists(tx, tenantId)) { knownHeads.add(tenantId); return null }
     // Gone though this process saw it: ask again once, creating it at genesis.
     if (!known) return null
@@ -206,14 +206,15 @@ export async function readTreeHead (db: Queryable, tenantId: string): Promise<{ 
 
 /**
  * The stored nodes one proof needs, computed in SQL from the leaf index and the tree sizes, so the
- * lookup that gives those (the event, or the head) and the node probes are one statement: the
- * keys of merkle.ts inclusionNodeKeys / consistencyNodeKeys (the unit tests check them against the
- * proof's ranges). Siblings of leaf m's ancestors, at the levels l where 2^l >= `from`, wherever the sibling is a complete subtree of D[n]; then the frontiers of n and f (one
- * complete subtree per set bit). Each key is one index probe: level >= 1 on
- * audit_tree_nodes_pkey, a leaf (level 0) hashed from its event by audit_events_tenant_sequence. A
- * leaf whose row is gone hashes an empty input, as audit_tree_rebuild does (its chain is damaged,
- * which /proof reports; the tree covers the chain as stored). The arguments are bigint SQL
- * expressions of the enclosing row; the fragment takes the tenant twice.
+ * lookup that gives those (the event, or the head) and the node probes are one statement: the keys
+ * of merkle.ts inclusionNodeKeys / consistencyNodeKeys (the unit tests check them against the
+ * proof's ranges). Siblings of leaf m's ancestors, at the levels l where 2^l >= `from`, wherever
+ * the sibling is a complete subtree of D[n]; then the frontiers of n and f (one complete subtree
+ * per set bit). Each key is one index probe: level >= 1 on audit_tree_nodes_pkey, a leaf (level 0)
+ * hashed from its event by audit_events_tenant_sequence. A leaf whose row is gone hashes an empty
+ * input, as audit_tree_rebuild does (its chain is damaged, which /proof reports; the tree covers
+ * the chain as stored). The arguments are bigint SQL expressions of the enclosing row; the fragment
+ * takes the tenant twice.
  */
 const proofNodesSql = (m: string, n: string, f: string, from: string) => `
   SELECT k.level, k.idx, nd.hash FROM (

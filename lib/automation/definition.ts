@@ -112,7 +112,7 @@ export function checkRuleContent (c: RuleContent): void {
   checkFields(e, c.effect.type === 'webhook' ? 'webhook-effect' : c.effect.type, 'effect')
   if (c.effect.type === 'webhook') checkWebhookEffect(c.effect)
   checkTemplates(c.effect)
-  // CONTRACT: with a webhook trigger there is no triggering object, so a database effect names one.
+  // docs/behaviour.md "Automation": with a webhook trigger there is no triggering object, so a database effect names one.
   if (c.trigger.type !== 'object.event' && c.effect.type !== 'webhook' && c.effect.objectId === undefined) {
     throw validationError('effect.objectId', `is required when the trigger is ${c.trigger.type} (there is no triggering object); e.g. "{{payload.objectId}}"`)
   }

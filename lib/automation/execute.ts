@@ -135,7 +135,7 @@ async function queueFirstAttempt (ctx: ServiceContext, runId: string): Promise<u
 }
 
 /**
- * What a run counts against the license (CONTRACT "Licensing": `workflow_run_count` counts
+ * What a run counts against the license (docs/behaviour.md "Licensing": `workflow_run_count` counts
  * transitions plus automation effects), decided here only: one unit for every run that applies
  * its effect (a webhook effect once, when its first attempt is queued, however many attempts
  * follow; a replay is a new run); nothing for a dry run, a skipped run or one that fails before

@@ -8,7 +8,7 @@ import { engineContext, type EngineDeps } from './context.js'
 
 // POST /v1/automation/triggers/{slug}: authenticate by the rule's token, record a queued run and
 // enqueue it, in one statement (trigger.ts queueRunAtOnce); nothing else happens in the request
-// (the worker runs it). CONTRACT: bad or missing
+// (the worker runs it). docs/behaviour.md "Automation": bad or missing
 // token 401; the tenant's license switches automation off 403 FEATURE_DISABLED (checked once the
 // token names the tenant, as a bearer route checks after authentication); no active or sandbox
 // rule for the slug 404; else 202 {accepted: true, runIds}.

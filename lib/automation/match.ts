@@ -1,4 +1,4 @@
-// Match objects (CONTRACT "Automation"): {type:"attribute", path, operator, value}. `path` is a
+// Match objects (docs/behaviour.md "Automation"): {type:"attribute", path, operator, value}. `path` is a
 // small JSON path: `$`, then `.name`, `[n]` or `['name']` steps. No wildcards or filters: a
 // match names one value, and the condition (JsonLogic) is there for anything richer.
 

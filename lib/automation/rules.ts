@@ -1,5 +1,5 @@
 import type { ServiceContext } from '../context.js'
-import { AppError, notFound } from '../errors.js'
+import { AppError, notFound, validationError } from '../errors.js'
 import { isUuid, type Queryable, type Tx } from '../db.js'
 import { parse } from '../validation.js'
 import { page, type Page } from '../schemas.js'
@@ -14,11 +14,26 @@ import { checkRuleContent, type RuleContent } from './definition.js'
 import { toRegistryVersion, toRuleDto, type RuleDto } from './dto.js'
 import { issueSigningSecret, issueWebhookToken } from './secrets.js'
 
-// Rules CRUD and lifecycle (CONTRACT "Automation"): draft never runs; publish makes the latest
+// Rules CRUD and lifecycle (docs/behaviour.md "Automation"): draft never runs; publish makes the latest
 // version live as sandbox or active; PATCH of a live rule opens a draft N+1 while the live version
 // keeps running; deactivate returns the rule to draft; delete removes it (runs stay readable).
 
-type PatchInput = Partial<RuleContent>
+type PatchInput = Partial<Omit<RuleContent, 'trigger' | 'effect'>> & { trigger?: Part, effect?: Part }
+type Part = { type?: string } & Record<string, unknown>
+
+/**
+ * PATCH of a trigger or an effect: the fields given replace those of the same name and a null
+ * removes one, the others are kept; a different `type` replaces the whole part.
+ */
+function mergePart<T extends { type: string }> (current: T, given: Part | undefined): T {
+  if (given === undefined) return current
+  const base: Record<string, unknown> = given.type !== undefined && given.type !== current.type ? {} : { ...current }
+  for (const [k, v] of Object.entries(given)) {
+    if (v === null) delete base[k]
+    else base[k] = v
+  }
+  return base as T
+}
 
 function mustFind (r: sql.RuleWithContent | null, id: string): sql.RuleWithContent {
   return r ?? notFound('automation rule', id)
@@ -89,7 +104,10 @@ export async function patchRule (ctx: ServiceContext, id: string, body: unknown)
   if (!isUuid(id)) notFound('automation rule', id)
   return runWrite(ctx, { resource: 'automationRules', action: 'write' }, async w => {
     const r = mustFind(await sql.findRule(w.tx, ctx.tenantId, id, true), id)
-    const content = { ...r.latest_content, ...input } as RuleContent
+    const current = r.latest_content as RuleContent
+    const content = { ...current, ...input, trigger: mergePart(current.trigger, input.trigger), effect: mergePart(current.effect, input.effect) } as RuleContent
+    if (typeof content.trigger.type !== 'string') throw validationError('trigger.type', 'is required')
+    if (typeof content.effect.type !== 'string') throw validationError('effect.type', 'is required')
     for (const k of ['description', 'match', 'condition'] as const) if (content[k] === null) delete content[k]
     checkRuleContent(content)
     await checkReferences(w.tx, ctx.tenantId, content)

@@ -1,6 +1,6 @@
 import { PagingQuery, Timestamp, Uuid, envelope } from '../schemas.js'
 
-// Request and response schemas of /v1/automation (CONTRACT "Automation"). The per-kind rules
+// Request and response schemas of /v1/automation (docs/behaviour.md "Automation"). The per-kind rules
 // (which fields a trigger or effect of a given type needs) are checked in definition.ts, so that
 // a 400 names one exact path instead of a oneOf branch.
 
@@ -86,15 +86,34 @@ export const CreateRuleBody = {
   properties: ruleFields
 } as const
 
+/**
+ * A trigger or effect in a PATCH: any of its fields (none required, no defaults filled in), each
+ * may be null to remove it; merged into the current one by lib/automation/rules.ts `mergePart`.
+ */
+function partOf<S extends { properties: Record<string, object>, description: string }> (s: S, what: string) {
+  const properties = Object.fromEntries(Object.entries(s.properties).map(([k, v]) => {
+    const { default: _filled, ...rest } = v as { default?: unknown }
+    return [k, k === 'type' ? rest : { ...rest, nullable: true }]
+  }))
+  return {
+    type: 'object',
+    additionalProperties: false,
+    description: `The fields to change of the ${what}: each replaces the field of that name, null removes it, the others are kept; a different type replaces the whole ${what}. ${s.description}`,
+    properties
+  } as const
+}
+
 export const PatchRuleBody = {
   type: 'object',
   additionalProperties: false,
   minProperties: 1,
-  description: 'Fields to change; null removes description, match or condition',
+  description: 'Fields to change (the others are kept); null removes description, match or condition. trigger and effect are merged one level deep (see each).',
   properties: {
     ...ruleFields,
     description: { ...ruleFields.description, nullable: true },
-    match: { ...Match, anyOf: [...Match.anyOf, { type: 'object', nullable: true, enum: [null] }] }
+    match: { ...Match, anyOf: [...Match.anyOf, { type: 'object', nullable: true, enum: [null] }] },
+    trigger: partOf(Trigger, 'trigger'),
+    effect: partOf({ ...Effect, description: 'Fields by effect type as on create.' }, 'effect')
   }
 } as const
 

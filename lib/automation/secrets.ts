@@ -1,7 +1,7 @@
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto'
 
 // Webhook tokens name their tenant and rule, so the ingress finds the one row to compare with
-// (CONTRACT: "the token identifies tenant and rule"): <base64url(tenant)>.<rule id>.<secret>.
+// (docs/behaviour.md "Automation": the token identifies tenant and rule): <base64url(tenant)>.<rule id>.<secret>.
 // Only a SHA-256 of the whole token is stored; the secret part has 256 random bits, so a fast
 // hash is enough. Signing secrets must be usable for HMAC, so they are stored as issued.
 
@@ -35,7 +35,7 @@ export function tokenMatches (token: string, storedHash: string | null): boolean
   return a.length === b.length && timingSafeEqual(a, b)
 }
 
-/** `sha256=<hex HMAC-SHA256 of the exact body bytes>` (CONTRACT "Automation"). */
+/** `sha256=<hex HMAC-SHA256 of the exact body bytes>` (docs/behaviour.md "Automation"). */
 export function signBody (secret: string, body: Buffer): string {
   return `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`
 }

@@ -1,4 +1,4 @@
-// Templates in effects (CONTRACT "Automation"): {{object.id}}, {{object.typeId}},
+// Templates in effects (docs/behaviour.md "Automation"): {{object.id}}, {{object.typeId}},
 // {{object.workflowState}}, {{object.attributes.<field>}}, {{now}}, {{tenant}},
 // {{payload.<path>}}, {{rule.id}}, {{run.id}}. A string that is exactly one template takes the
 // value as is (a number stays a number in a JSON body); a template inside text is stringified.

@@ -35,18 +35,22 @@ function describe (r: CallResult): string {
 
 /**
  * An attempt writes nothing until it is recorded, yet it is the effect reaching the outside: it is
- * refused as a write of the run would be (CONTRACT "Licensing": while expired, automation effects
+ * refused as a write of the run would be (docs/behaviour.md "Licensing": while expired, automation effects
  * give LICENSE_EXPIRED), before it is sent, every attempt, so a retry after the license expired
  * mid-run sends nothing either, and the run fails with the refusal as its error.
  */
 const ATTEMPT: WriteSpec = { resource: 'automationRules', action: 'execute' }
 
-export async function deliverAttempt (ctx: ServiceContext, runId: string, attempt: number): Promise<void> {
+/** One attempt; resolves to the seconds until the next attempt when one was queued, else null. */
+export async function deliverAttempt (ctx: ServiceContext, runId: string, attempt: number): Promise<number | null> {
   const run = await sql.runForAttempt(ctx.db, ctx.tenantId, runId)
-  if (run === null || run.status !== 'running' || run.attempts >= attempt || run.outgoing === null) return
+  if (run === null || run.status !== 'running' || run.attempts >= attempt || run.outgoing === null) return null
   const rctx = await ruleContext(ctx, ctx.db, run.rule_id, run.actor_roles ?? [])
   const refused = await refusalOf(assertMayWrite(rctx, ATTEMPT))
-  if (refused !== null) return underLock(rctx, runId, attempt, (lctx, locked) => finishRun(lctx, locked, { status: 'failed', error: refused }))
+  if (refused !== null) {
+    await underLock(rctx, runId, attempt, (lctx, locked) => finishRun(lctx, locked, { status: 'failed', error: refused }))
+    return null
+  }
   const effect = run.content?.effect as WebhookEffect | undefined
   const body = run.outgoing.body === null ? null : Buffer.from(run.outgoing.body)
   const headers: Record<string, string> = {
@@ -69,16 +73,19 @@ export async function deliverAttempt (ctx: ServiceContext, runId: string, attemp
     ...(verdict === 'retry' && attempt < max ? { nextAttemptInSeconds: backoffSeconds(attempt) } : {})
   }
   const response = result.kind === 'response' ? { status: result.status, headers: result.headers, body: result.body, truncated: result.truncated } : null
+  let next: number | null = null
   await underLock(rctx, runId, attempt, async (lctx, locked, tx) => {
     const patch = { attempts: attempt, attempt_log: [...locked.attempt_log, entry], response }
     if (verdict === 'ok') return finishRun(lctx, locked, { ...patch, status: 'succeeded' })
     if (verdict === 'retry' && attempt < max) {
       await ctx.jobs!.send(WEBHOOK_DELIVER.name, { tenantId: ctx.tenantId, runId, attempt: attempt + 1 }, { db: tx, startAfterSeconds: backoffSeconds(attempt), singletonKey: `${runId}:${attempt + 1}` })
+      next = backoffSeconds(attempt)
       return sql.updateRun(tx, ctx.tenantId, runId, patch)
     }
     const why = verdict === 'retry' ? `gave up after ${attempt} attempt(s): ${entry.detail}` : entry.detail
     return finishRun(lctx, locked, { ...patch, status: 'failed', error: { code: 'WEBHOOK_FAILED', message: why } })
   })
+  return next
 }
 
 /** Records an attempt's outcome under the run's lock, unless another delivery of it got there first. */

@@ -56,8 +56,7 @@ export async function tenantsToFold (db: Queryable, minRows: number, limit: numb
  * the groups folded. One statement on one tenant: a router query on a tenant-sharded cluster.
  * The groups are MATERIALIZED: inlined, a plan made on stale statistics (a table never analyzed
  * estimates the tenant's rows at a few hundred) could join them as the inner side of a nested
- * loop and aggregate the tenant's rows again for each of its rows (tens of thousands: minutes at
- * full CPU, seen in the bench).
+ * loop and aggregate the tenant's rows again for each of its rows (quadratic in the tenant's rows).
  */
 export async function foldTenant (tx: Queryable, tenantId: string, minRows: number, maxGroups: number): Promise<number> {
   const r = await tx.raw(`

@@ -15,8 +15,8 @@ export const EMBEDDED_NOTE = 'embedded mode: PGlite in this one process, for try
 
 /**
  * Ready when the database answers, the license verifies and the database runs our release
- * (CONTRACT "Platform", SPEC 9.4). The database and the release are checked apart, so a reachable
- * database the setup job has not run against reads `database: ok, release: not_recorded`.
+ * (docs/behaviour.md "Platform", SPEC 9.4). The database and the release are checked apart, so a
+ * reachable database the setup job has not run against reads `database: ok, release: not_recorded`.
  */
 export async function readiness (db: Db, config: Readonly<Config>): Promise<Readiness> {
   const database = await checkDatabase(db)

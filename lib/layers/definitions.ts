@@ -15,7 +15,7 @@ import * as sql from './sql.js'
 import { layerFilter, parseFields } from './selection.js'
 import { toLayerDto, type LayerDto } from './dto.js'
 
-// Layer definitions: create, list, read, PATCH, delete by id or slug (CONTRACT "Layers and
+// Layer definitions: create, list, read, PATCH, delete by id or slug (docs/behaviour.md "Layers and
 // exports"), every write through the pipeline (audit, outbox, layer_count quota).
 
 interface LayerInput {

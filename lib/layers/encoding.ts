@@ -16,9 +16,8 @@ export interface Rendering { identity: Buffer, gzip: Buffer }
 
 const gzipAsync = promisify(gzip)
 
-// Level 4: on the bench's tiles (uuids as ids: much of a tile is incompressible) levels 1..9 all
-// give about 2.2x; 4 is within 0.5% of 9's size at about a third of 6's time (z12, 141 KB: about
-// 3.4 ms; z10, 2.3 MB: about 75 ms; z14, 8.7 KB: under 0.1 ms).
+// Level 4: tiles compress about alike at every level (uuids as ids: much of a tile is
+// incompressible), and 4 comes close to 9's size at a fraction of 6's time (docs/performance.md).
 const LEVEL = 4
 
 /** Both codings of `identity`; the compression runs on libuv's pool, off the event loop. */

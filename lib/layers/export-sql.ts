@@ -92,13 +92,14 @@ export interface TileRequest { z: number, x: number, y: number, layerName: strin
 
 /**
  * One Mapbox Vector Tile (extent 4096, buffer 64), in the pieces it arrived in (lib/db
- * `preparedBytes`: views of the socket's reads, not copied; `joinBytes` makes one buffer). Candidates come from the tenant's GiST index
- * by the tile's lon/lat box widened by the buffer; ST_AsMVTGeom clips and quantizes in 3857.
- * Properties: id, typeId, publicId, workflowState and the selected attributes (CONTRACT).
+ * `preparedBytes`: views of the socket's reads, not copied; `joinBytes` makes one buffer).
+ * Candidates come from the tenant's GiST index by the tile's lon/lat box widened by the buffer;
+ * ST_AsMVTGeom clips and quantizes in 3857. Properties: id, typeId, publicId, workflowState and
+ * the selected attributes (docs/behaviour.md "Layers and exports").
  *
  * One round trip, planned once per connection: a named prepared statement (its text depends
  * only on the layer's filter and field shapes, the values are bindings). Plans stay serial
- * (STACK.md: each parallel worker re-initialises PROJ, about 4x slower) because the statement
+ * (STACK.md: each parallel worker re-initialises PROJ) because the statement
  * calls set_config, which is PARALLEL UNSAFE: PostgreSQL then plans the whole statement without
  * parallel workers (and the setting, local to the statement's own transaction, says so too).
  */

@@ -80,8 +80,8 @@ function compiled (layer: sql.LayerRow): CompiledLayer {
  * the higher counter, renders again).
  */
 export async function plan (ctx: ServiceContext, kind: string, p: ExportParams, extra: { filter?: FilterNode | null, parts?: unknown[] } = {}): Promise<Plan> {
-  // Exports need objects:read (CONTRACT); it is all of the caller's permissions that shapes the
-  // answer, and it is checked here, before any cache lookup or 304.
+  // Exports need objects:read (docs/behaviour.md "Authentication and roles"). All of the caller's
+  // permissions shape the answer, so they are checked here, before any cache lookup or 304.
   await access.authorize(ctx, 'objects', 'read')
   const layer = p.layer === undefined ? null : await cachedLayer(ctx, p.layer)
   const own = layer === null ? null : compiled(layer)

@@ -12,7 +12,7 @@ import type { RenderCache } from './cache.js'
 
 // OGC API - Features Part 1 (Core, GeoJSON, OpenAPI 3.0) over the tenant's layers: one
 // collection per layer. `base` is the API's own origin + /v1/layers/ogc (links are absolute).
-// Where servers commonly slip (README "OGC API"): every link has rel and type; the landing page
+// Where servers commonly slip: every link has rel and type; the landing page
 // links service-desc, conformance and data; a limit above the maximum is clamped; an unknown
 // parameter is 400; numberMatched is exact; next/prev page by offset over a total order.
 

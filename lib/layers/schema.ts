@@ -1,10 +1,10 @@
 import { PagingQuery, Timestamp, Uuid, envelope } from '../schemas.js'
 
-// Request and response schemas of lib/layers (CONTRACT "Layers and exports"); the OpenAPI
+// Request and response schemas of lib/layers (docs/behaviour.md "Layers and exports"); the OpenAPI
 // document is built from these same objects.
 
 export const SLUG_PATTERN = '^[a-z0-9][a-z0-9_-]{0,62}$'
-/** Export page size (CONTRACT): default 1000, at most 10,000. */
+/** Export page size (docs/behaviour.md "Layers and exports"): default 1000, at most 10,000. */
 export const MAX_EXPORT_LIMIT = 10_000
 /** OGC items: default page, and the maximum a larger `limit` is clamped to. */
 export const OGC_DEFAULT_LIMIT = 100

@@ -1,8 +1,8 @@
 import { Readable, Transform, pipeline } from 'node:stream'
 import { to as copyTo } from 'pg-copy-streams'
-import type pg from 'pg'
 import type { ServiceContext } from '../context.js'
 import { engineOf } from '../db.js'
+import { acquire, discard, release as giveBack } from '../fenced/knex.js'
 import { parseQuery } from '../validation.js'
 import * as schema from './schema.js'
 import * as exportSql from './export-sql.js'
@@ -19,8 +19,6 @@ import { matchesIfNoneMatch } from './cache.js'
 
 export interface FeatureStream { etag: string, maxAge: number, stream: Readable | null }
 
-type PooledClient = pg.Client & { __knex__disposed?: unknown, processID: number }
-
 export async function featureStream (ctx: ServiceContext, query: Record<string, unknown>, ifNoneMatch?: string): Promise<FeatureStream> {
   const q = parseQuery<ExportParams>(schema.StreamQuery, query)
   const pl = await plan(ctx, 'ndjson', q)
@@ -32,18 +30,17 @@ export async function featureStream (ctx: ServiceContext, query: Record<string, 
     return { ...head, stream: Readable.from(lines.map(line => line + '\n')) }
   }
   const statement = exportSql.streamCopyStatement(pl.scope, pl.fields)
-  const client = ctx.db.client as { acquireConnection: () => Promise<PooledClient>, releaseConnection: (c: PooledClient) => Promise<void> }
-  const conn = await client.acquireConnection()
+  const conn = await acquire(ctx.db)
   // The COPY is not bound by the pool's statement_timeout (DB_STATEMENT_TIMEOUT_MS): a large
   // export may stream for longer than any other statement should run. Set for this connection
   // (queued ahead of the COPY, no wait) and reset to the pool's own before it goes back.
   const unbounded = ctx.config.dbStatementTimeoutMs > 0
   if (unbounded) conn.query('SET statement_timeout = 0').catch(() => {})
   const release = (): void => {
-    if (!unbounded) { void client.releaseConnection(conn); return }
-    conn.query('RESET statement_timeout').then(() => client.releaseConnection(conn), () => {
-      conn.__knex__disposed ??= 'could not reset statement_timeout'
-      return client.releaseConnection(conn)
+    if (!unbounded) { void giveBack(ctx.db, conn); return }
+    conn.query('RESET statement_timeout').then(() => giveBack(ctx.db, conn), () => {
+      discard(conn, 'could not reset statement_timeout')
+      return giveBack(ctx.db, conn)
     }).catch(() => {})
   }
   const rows = conn.query(copyTo(statement))
@@ -55,11 +52,11 @@ export async function featureStream (ctx: ServiceContext, query: Record<string, 
     // Closed early (client gone) or failed: the connection may be mid-COPY, which only ends
     // with the backend. Terminate it (waiting up to 5 s for it to go), and let the pool drop
     // the connection rather than hand it out again.
-    conn.__knex__disposed ??= 'NDJSON stream ended early'
+    discard(conn, 'NDJSON stream ended early')
     ctx.log.debug({ err: { message: err.message } }, 'NDJSON stream ended early')
     exportSql.terminateBackend(ctx.db, conn.processID)
       .catch(e => ctx.log.warn({ err: { message: (e as Error).message } }, 'could not end an abandoned NDJSON stream'))
-      .finally(() => { void client.releaseConnection(conn) })
+      .finally(() => { void giveBack(ctx.db, conn) })
   })
   // An error before the first line (a value the database refuses, such as an asOf in year 0)
   // is the request's error, answered with its status, instead of a connection cut before any

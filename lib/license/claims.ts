@@ -2,7 +2,7 @@ import jwt from 'jsonwebtoken'
 import { Ajv } from 'ajv'
 import { validationError } from '../errors.js'
 
-/** What a license JWT carries (CONTRACT "Licensing"); `tenant` binds it to one tenant. */
+/** What a license JWT carries (docs/behaviour.md "Licensing"); `tenant` binds it to one tenant. */
 export interface LicenseClaims {
   edition: string
   features: Record<string, boolean>

@@ -1,4 +1,4 @@
-// Licensing (SPEC 2 "License", 3 "License status", CONTRACT "Licensing"): README.
+// Licensing (SPEC 2 "License", 3 "License status", docs/behaviour.md "Licensing"): README.
 export * as schema from './schema.js'
 export { verifyLicense, type LicenseClaims } from './claims.js'
 export { statusAt, environmentLicense, environmentLicenseStatus, type LicenseStatus } from './status.js'

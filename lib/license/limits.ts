@@ -1,10 +1,10 @@
 import * as counters from '../counters/index.js'
 
 /**
- * The license limits this service enforces (CONTRACT "Licensing") and the counter (lib/counters)
- * each reads. Monthly limits count into the bucket of the current UTC month, so they start again
- * from zero at every month start without a reset job. A limit code not listed here is reported
- * in GET /v1/license but not enforced.
+ * The license limits this service enforces (docs/behaviour.md "Licensing") and the counter
+ * (lib/counters) each reads. Monthly limits count into the bucket of the current UTC month, so they
+ * start again from zero at every month start without a reset job. A limit code not listed here is
+ * reported in GET /v1/license but not enforced.
  *
  * Who records what: object_count (lib/objects), relation_count (lib/relations) and
  * object_type_count (lib/object-types) are recorded by their modules in Change.counts, +1 when a
@@ -33,6 +33,6 @@ export const LIMITS: Readonly<Record<string, LimitDef>> = Object.freeze({
   automation_rule_count: { counter: counters.AUTOMATION_RULES, monthly: false }
 })
 
-/** Module switches (CONTRACT "Licensing"); a feature missing from a license is on. */
+/** Module switches (docs/behaviour.md "Licensing"); a feature missing from a license is on. */
 export const FEATURES = ['automation', 'graphql', 'tiles', 'ogc', 'relations', 'queries', 'audit'] as const
 export type Feature = typeof FEATURES[number]

@@ -30,7 +30,7 @@ export function environmentLicense (license: Config['license']): LicenseClaims |
 }
 
 /**
- * The environment license as readiness reports it (CONTRACT "Platform"): no public key is the
+ * The environment license as readiness reports it (docs/behaviour.md "Platform"): no public key is the
  * development edition (valid); a key without a license is expired; a LICENSE_KEY that does not
  * verify is `invalid` (readiness answers 503).
  */

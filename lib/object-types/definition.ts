@@ -15,7 +15,7 @@ function linearRegExpFn (pattern: string): { test: (s: string) => boolean } {
 }
 const linearRegExp = Object.assign(linearRegExpFn, { code: 'RE2JS' })
 
-/** Bounds on a tenant's attribute schema (what it may submit; README "Safety"). */
+/** Bounds on a tenant's attribute schema: what one tenant may submit, so validating stays cheap. */
 export const SCHEMA_LIMITS = { maxBytes: 64 * 1024, maxDepth: 32, maxPatternLength: 1000 }
 
 function checkSchemaBounds (schema: unknown, path: string, depth: number): { field: string, reason: string } | null {
@@ -68,8 +68,8 @@ function compile (schema: Record<string, unknown>): ValidateFunction {
 }
 
 /**
- * Compiles the JSON Schema meta-schema tenant schemas are checked against (once per process,
- * about 0.15 s of CPU, otherwise paid by the first object written; a worker's first runs).
+ * Compiles the JSON Schema meta-schema tenant schemas are checked against, once per process at
+ * start: otherwise the first object written pays for it (a worker's first runs).
  */
 export function warmValidators (): void {
   compile({ type: 'object' })

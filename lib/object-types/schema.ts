@@ -53,7 +53,7 @@ export const ValidateBody = {
   properties: {
     attributes: { type: 'object' },
     geometry: { type: 'object', nullable: true },
-    // The upper bound is the version column's (integer): a larger one reached Postgres as a 500.
+    // The upper bound is the version column's (integer): a larger one would reach Postgres as a 500.
     version: { type: 'integer', minimum: 1, maximum: 2147483647, description: 'Defaults to the latest version' }
   }
 } as const

@@ -1,5 +1,5 @@
 /**
- * Renders a publicId template (CONTRACT "Objects"): {{seq}}, {{seq:N}} (zero-padded), {{year}},
+ * Renders a publicId template (docs/behaviour.md "Objects"): {{seq}}, {{seq:N}} (zero-padded), {{year}},
  * {{month}}, {{day}} (UTC), {{type.key}}, {{attributes.<name>}}. Pure; the caller supplies the
  * next sequence value only when the template uses one.
  */

@@ -290,7 +290,7 @@ export async function getObjectJson (ctx: ServiceContext, id: string, t: sql.Tim
   return (isUuid(id) ? await sql.findObjectJson(ctx.db, ctx.tenantId, id, t) : null) ?? notFound('object', id)
 }
 
-// The documented sort keys (CONTRACT "Objects"). Each has an index serving both directions
+// The documented sort keys (docs/behaviour.md "Objects"). Each has an index serving both directions
 // (migration 202611230201); NOT NULL columns get no NULLS LAST, which would defeat it. publicId is
 // unique per tenant, so it needs no id tie-breaker.
 const SORT_COLUMNS: Record<string, { expr: string, nullable: boolean, unique: boolean }> = {
@@ -316,7 +316,7 @@ export interface ListQuery { limit: number, offset: number, typeId?: string, sor
 /**
  * A page and its total. The current set's total is the exact counter the writes keep (all
  * objects, or one type); a time-travel read cannot use it (it counts now), so it counts up to
- * 10,000 and estimates above (CONTRACT "Lists").
+ * 10,000 and estimates above (docs/behaviour.md "Lists").
  */
 export async function listObjects (ctx: ServiceContext, q: ListQuery): Promise<Page<ObjectDto & { objectId: string }>> {
   return JSON.parse(await listObjectsJson(ctx, q))

@@ -242,7 +242,7 @@ export async function findObjectJson (db: Queryable, tenantId: string, id: strin
 // number of ids, so PostgreSQL keeps one generic plan per connection and length:
 // - `o.id = ANY(<array parameter>)` was planned again on two calls of three on the bench's city
 //   (the generic plan was costed for an array of ten, a custom plan for the few ids a batch
-//   holds looked cheaper): 82 us of planning beside 65 us of execution per statement;
+//   holds looked cheaper), and planning cost more than executing;
 // - the deleted-row test is outside the probe, so no partial index (WHERE deleted_at IS NULL)
 //   can serve it: with the tenant estimated at a row or two, such an index (tenant first, id
 //   last) looked as cheap as the key and would have walked the tenant's whole range for each id.

@@ -58,12 +58,12 @@ export async function claimAndDeliver (db: Db, consumers: OutboxConsumer[], limi
  * event (a savepoint each), so only the failing events stay pending with attempts+1 and the error
  * kept, held back for a growing delay (`retryDelaySeconds`; claims skip them until it passes,
  * unless `opts.waiting`), counted in outbox_delivery_failures_total and logged (warn) on `opts.log`.
- * Delivery is at least once. Without `tenantId`, each tenant with pending events is claimed in a transaction of
- * its own: events are ordered per tenant, and a transaction then stays on one tenant's shard
- * (a tenant-sharded cluster cannot lock rows of several shards in one SELECT).
+ * Delivery is at least once. Without `tenantId`, each tenant with pending events is claimed in a
+ * transaction of its own: events are ordered per tenant, and a transaction then stays on one
+ * tenant's shard (a tenant-sharded cluster cannot lock rows of several shards in one SELECT).
  * A dispatch job calls this in passes until one delivers nothing, which is its check for more;
- * it counts nothing itself (under steady writes, a count after every pass was a second scan of
- * the pending index).
+ * it counts nothing itself (under steady writes, a count after every pass would be a second scan
+ * of the pending index).
  */
 export async function deliverPending (db: Db, consumers: OutboxConsumer[], limit = 1000, tenantId?: string, opts: DeliveryOptions = {}): Promise<Omit<DeliveryResult, 'pending'>> {
   const tenants = tenantId === undefined ? await sql.tenantsWithPending(db, 1000, opts.waiting) : [tenantId]

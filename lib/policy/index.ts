@@ -1,3 +1,3 @@
-// The tenant permission policy (CONTRACT "Authentication and roles"): README.
+// The tenant permission policy (docs/behaviour.md "Authentication and roles"): README.
 export * as schema from './schema.js'
 export { permissionsFor, getPolicy, putPolicy } from './service.js'

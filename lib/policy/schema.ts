@@ -1,8 +1,9 @@
 import { RESOURCE_ACTIONS } from '../access/index.js'
 
-// Each resource takes only its own actions (CONTRACT: unknown actions give 400), so an action
-// the resource lacks fails here naming its path (`roles.x.objects[0]`), and the OpenAPI
-// document, made from this schema, shows each resource's actions.
+// Each resource takes only its own actions (docs/behaviour.md "Authentication and roles": unknown
+// actions give 400), so an action the resource lacks fails here naming its path
+// (`roles.x.objects[0]`), and the OpenAPI document, made from this schema, shows each resource's
+// actions.
 const Grants = {
   type: 'object',
   description: 'resource -> actions the role may perform (each resource has its own actions)',

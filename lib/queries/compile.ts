@@ -128,12 +128,12 @@ export function compileFilter (node: FilterNode): Fragment {
 
 // A statement whose filter tests geometry is planned without parallel workers. A worker is a
 // process of its own that starts PostGIS (and its PROJ context) from nothing for every statement,
-// while the service runs many statements at once: on the bench's city a dwithin page whose row
-// estimate crossed the parallel threshold (the estimate moves with ANALYZE's sample) ran at
-// 300 ms instead of 60 ms, on every request (34-49 pages/s against 114-144). set_config is
-// PARALLEL UNSAFE, so its presence keeps the planner from any parallel plan; as an uncorrelated
-// subquery it runs once per statement (a one-time filter), is always true, and changes no row
-// estimate. The setting is local: it ends with the statement's transaction.
+// while the service runs many statements at once: a page whose row estimate crosses the parallel
+// threshold (the estimate moves with ANALYZE's sample) then runs several times slower on every
+// request (docs/performance.md). set_config is PARALLEL UNSAFE, so its presence keeps the planner
+// from any parallel plan; as an uncorrelated subquery it runs once per statement (a one-time
+// filter), is always true, and changes no row estimate. The setting is local: it ends with the
+// statement's transaction.
 /** The call that keeps a statement from parallel plans (lib/layers' tile statement carries it too). */
 export const SERIAL_PLAN = "set_config('max_parallel_workers_per_gather', '0', true)"
 const SERIAL = trusted(`(SELECT ${SERIAL_PLAN}) = '0'`)

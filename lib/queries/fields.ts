@@ -22,7 +22,7 @@ export const LIMITS = {
   objectIds: 1000,
   relationTypes: 50,
   maxDepth: 5,
-  /** Graph nodes returned; more sets truncated: true (CONTRACT "Query service"). */
+  /** Graph nodes returned; more sets truncated: true (docs/behaviour.md "Query service"). */
   graphNodes: 10_000,
   /** Rows the recursive walk may produce (one per object, depth and relation) before it is cut. */
   graphWalkRows: 100_000,

@@ -7,7 +7,7 @@ import { LIMITS, requireText, resolveField } from './fields.js'
 import type { ColumnField, CompareOp, FilterNode, Scalar, ValueField } from './types.js'
 
 // Filter JSON -> typed FilterNode. Every fault is a VALIDATION_ERROR whose `field` is the path
-// of the offending member, e.g. filters[0].filters[1].operator (CONTRACT "Query service").
+// of the offending member, e.g. filters[0].filters[1].operator (docs/behaviour.md "Query service").
 
 const SHORT: Record<string, string> = { eq: 'equals', ne: 'notEquals', gt: 'greaterThan', gte: 'greaterThanOrEqual', lt: 'lessThan', lte: 'lessThanOrEqual' }
 const COMPARE: Record<string, CompareOp> = { equals: 'eq', notEquals: 'ne', greaterThan: 'gt', greaterThanOrEqual: 'gte', lessThan: 'lt', lessThanOrEqual: 'lte' }

@@ -36,7 +36,7 @@ export async function queryObjectsJson (ctx: ServiceContext, params: ListParams)
 /**
  * Compiles once, then reads the page (one row beyond it, so hasMore is exact) with the set's
  * size: without aggregations, counted up to 10,001 in the page's own statement (the planner's
- * estimate above 10,000, CONTRACT "Lists"); with them, the exact count and the aggregates over
+ * estimate above 10,000, docs/behaviour.md "Lists"); with them, the exact count and the aggregates over
  * the whole set, in parallel.
  */
 async function findObjects (ctx: ServiceContext, q: Query): Promise<string> {

@@ -81,8 +81,8 @@ function relationLive (asOf: string | undefined): Fragment {
 /**
  * One hop from the walk row `w`: (rel, next) pairs in the chosen direction(s), to objects live
  * at the time point. The liveness test is a scalar subquery on purpose: the planner keeps it a
- * per-row primary-key probe. As an EXISTS it became a semi-join that, with a fresh tenant's
- * statistics, scanned all the tenant's objects once per walk row (minutes instead of ms).
+ * per-row primary-key probe. As an EXISTS it may become a semi-join that, with a fresh tenant's
+ * statistics, scans all the tenant's objects once per walk row.
  */
 function step (tenantId: string, src: Fragment, g: GraphSpec, asOf: string | undefined): Fragment {
   const types = g.relationTypes === null ? trusted('') : sql` AND r.relation_type = ANY(${g.relationTypes}::text[])`

@@ -46,8 +46,8 @@ export interface AutomationRunPayload { tenantId: string, runId: string }
 
 /**
  * One outgoing webhook attempt. The next attempt is a new job sent with startAfter 1 s, 2 s, 4 s...
- * (CONTRACT's exact backoff; pg-boss's own backoff is jittered), so pg-boss retries here only cover
- * a worker that died mid-attempt.
+ * (docs/behaviour.md "Automation": exact backoff; pg-boss's own backoff is jittered), so pg-boss
+ * retries here only cover a worker that died mid-attempt.
  */
 export const WEBHOOK_DELIVER = {
   name: 'webhook.deliver',

@@ -1,3 +1,2 @@
 export * from './contracts.js'
 export { depth, startedSince, type DepthRow, type StartRow } from './sql.js'
-export { watchQueues } from './metrics.js'

@@ -88,10 +88,10 @@ export async function deleteRelation (ctx: ServiceContext, id: string): Promise<
 }
 
 /**
- * Restores a soft-deleted relation. Restoring an active one changes nothing (idempotent).
- * 409 when an identical link became active meanwhile, or when an end object is gone.
- * The outbox gets `relation.created` with `restored: true`: CONTRACT's domain events know no
- * `relation.restored`, and for a consumer the link has (re)appeared.
+ * Restores a soft-deleted relation. Restoring an active one changes nothing (idempotent). 409 when
+ * an identical link became active meanwhile, or when an end object is gone. The outbox gets
+ * `relation.created` with `restored: true`: the domain events of docs/behaviour.md "Automation"
+ * know no `relation.restored`, and for a consumer the link has (re)appeared.
  */
 export async function restoreRelation (ctx: ServiceContext, id: string): Promise<RelationDto> {
   return runWrite(ctx, { resource: 'relations', action: 'write', limit: 'relation_count' }, async w => {

@@ -16,8 +16,9 @@ export interface RelationRow {
 const COLS = `id, tenant_id, from_object_id, to_object_id, relation_type, metadata, inherits_geometry,
   created_at, updated_at, deleted_at`
 
-// One clock read per statement, truncated to milliseconds (CONTRACT timestamps). STABLE, not
-// clock_timestamp(): Citus refuses VOLATILE functions in UPDATE statements (lib/objects sql.ts).
+// One clock read per statement, truncated to milliseconds (docs/behaviour.md "General":
+// timestamps). STABLE, not clock_timestamp(): Citus refuses VOLATILE functions in UPDATE statements
+// (lib/objects sql.ts).
 const NOW = "date_trunc('milliseconds', statement_timestamp())"
 
 export interface NewRelation {
@@ -101,10 +102,10 @@ function whereClause (tenantId: string, f: ListFilter): { sql: string, params: B
     else add('(r.from_object_id = ? OR r.to_object_id = ?)', f.objectId, f.objectId)
   }
   if (f.relationType !== undefined) add('r.relation_type = ?', f.relationType)
-  // "matches the JSON scalar's text" (CONTRACT "Relations"): objects and arrays never match, nor
-  // does a missing key (jsonb_typeof is NULL there). The text of JSON null is `null`, but #>>
-  // gives SQL NULL for it, hence the coalesce (which only a JSON null reaches). A filter on the
-  // row like the others: no index of its own, the plan keeps the tenant's.
+  // "matches the JSON scalar's text" (docs/behaviour.md "Relations"): objects and arrays never
+  // match, nor does a missing key (jsonb_typeof is NULL there). The text of JSON null is `null`,
+  // but #>> gives SQL NULL for it, hence the coalesce (which only a JSON null reaches). A filter on
+  // the row like the others: no index of its own, the plan keeps the tenant's.
   for (const m of f.metadata) {
     add("(jsonb_typeof(r.metadata #> ?::text[]) NOT IN ('object', 'array') AND coalesce(r.metadata #>> ?::text[], 'null') = ?)", m.path, m.path, m.value)
   }

@@ -77,8 +77,9 @@ export async function startInProcessSettingsFeed (db: Db, listen: InProcessListe
 
 /**
  * LISTENs on its own connection for as long as the process runs (API, worker, tests), retrying
- * every second while the database cannot be reached. While it is not connected, caches trust nothing (every read goes to the database); on (re)connect every
- * cache is dropped, since notifications sent meanwhile are lost.
+ * every second while the database cannot be reached. While it is not connected, caches trust
+ * nothing (every read goes to the database); on (re)connect every cache is dropped, since
+ * notifications sent meanwhile are lost.
  */
 export async function startSettingsFeed (db: Db, databaseUrl: string, log: Logger): Promise<{ stop: () => Promise<void> }> {
   const feed = feedOf(db)

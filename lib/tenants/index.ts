@@ -1,7 +1,7 @@
 import type { Queryable } from '../db.js'
 import * as sql from './sql.js'
 
-// Tenants come into being on first use (CONTRACT "General"). `known` holds tenants whose row
+// Tenants come into being on first use (docs/behaviour.md "General"). `known` holds tenants whose row
 // this process has seen committed; a miss costs one idempotent insert in the write's transaction.
 const known = new Set<string>()
 

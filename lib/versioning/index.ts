@@ -7,7 +7,7 @@ export { versionStore, type VersionRow, type VersionStatus, type VersionStore, t
 
 /**
  * The draft -> sandbox -> published lifecycle shared by object types and reusable rules
- * (CONTRACT "Object types and the schema registry"). An entity row (`object_types`, `rules`)
+ * (docs/behaviour.md "Object types and the schema registry"). An entity row (`object_types`, `rules`)
  * names its latest and published versions; its versions live in a sibling table keyed by
  * (parent id, version). Invariants: a published version never changes (an edit makes a new
  * draft N+1), and a version only moves forward.

@@ -5,7 +5,7 @@ import type { GraphqlModule } from './common.js'
 type Resolver = (parent: any, args: any, ctx: GraphqlContext, info: any) => unknown
 
 /**
- * License feature switches on fields (CONTRACT "Licensing": a switched-off module answers
+ * License feature switches on fields (docs/behaviour.md "Licensing": a switched-off module answers
  * FEATURE_DISABLED): each field first runs the check REST's `RouteSpec.feature` runs
  * (license.assertFeature), once per request and feature (GraphqlContext.requireFeature).
  */

@@ -65,8 +65,8 @@ export function costLimit (): ApolloServerPlugin {
       return {
         async didResolveOperation ({ request, document, schema, operation }) {
           // Before anything recurses through the variables (the cost cache's key below is their
-          // JSON text): 5,000 levels of nesting overflowed the stack, a 500. Stored JSON has the
-          // same bound (lib/storable.ts).
+          // JSON text): deep enough nesting overflows the stack, a 500. Stored JSON has the same
+          // bound (lib/storable.ts).
           if (nestsTooDeep(request.variables)) {
             throw new GraphQLError(`variables nest deeper than ${MAX_JSON_DEPTH} levels`, {
               extensions: { code: 'BAD_REQUEST', http: { status: 400 }, details: { field: 'variables', reason: `nests deeper than ${MAX_JSON_DEPTH} levels` } }

@@ -23,7 +23,7 @@ export const PAGE_HTML = String.raw`<!doctype html>
   <label>Layer <select id="layer"></select></label>
   <input id="token" type="password" placeholder="access token (Bearer)">
   <button id="go">Show</button>
-  <span id="status"></span>
+  <span id="status" role="status">Loading the map…</span>
 </div>
 <script src="/map/maplibre-gl.js"></script>
 <script src="/map/page.js"></script>
@@ -33,15 +33,16 @@ export const PAGE_HTML = String.raw`<!doctype html>
 
 export const PAGE_JS = String.raw`/* global maplibregl */
 // The /map page: lists the tenant's layers, shows the chosen one's vector tiles (TileJSON from
-// the API), fits its bounds, and shows a clicked feature's properties. window.mapState tells a
-// test (or a curious person) what happened: { layer, ready, error }.
+// the API), fits its bounds, and shows a clicked feature's properties. The status line says what
+// is happening: loading, how many features are in view, none, or what failed. window.mapState tells
+// a test (or a curious person) what happened: { layer, ready, error, features }.
 (function () {
   const params = new URLSearchParams(location.hash.slice(1))
   const tokenInput = document.getElementById('token')
   const select = document.getElementById('layer')
   const status = document.getElementById('status')
   tokenInput.value = params.get('token') || sessionStorage.getItem('map-token') || ''
-  const state = window.mapState = { layer: null, ready: false, error: null }
+  const state = window.mapState = { layer: null, ready: false, error: null, features: null }
   const say = (text) => { status.textContent = text }
 
   const map = window.map = new maplibregl.Map({
@@ -77,6 +78,8 @@ export const PAGE_JS = String.raw`/* global maplibregl */
   async function show (slug) {
     state.ready = false
     state.layer = slug
+    state.features = null
+    say(slug + ': loading tiles…')
     const tj = await api('/v1/layers/tiles/' + encodeURIComponent(slug) + '.json')
     clear()
     map.addSource('layer', { type: 'vector', tiles: tj.tiles, minzoom: tj.minzoom, maxzoom: tj.maxzoom })
@@ -89,7 +92,13 @@ export const PAGE_JS = String.raw`/* global maplibregl */
       const [w, s, e, n] = tj.bounds
       map.fitBounds([[w, s], [e, n]], { padding: 60, maxZoom: 15, duration: 0 })
     }
-    map.once('idle', () => { state.ready = true; say(slug + ': click a feature for its properties') })
+    map.once('idle', () => {
+      // A feature near a tile's edge is in both tiles: counted once, by its id.
+      const n = new Set(map.querySourceFeatures('layer', { sourceLayer: slug }).map((f) => f.properties.id)).size
+      state.features = n
+      state.ready = true
+      say(n === 0 ? slug + ': no features in view (the layer selects none here yet)' : slug + ': ' + n + ' feature(s) in view; click one for its properties')
+    })
     history.replaceState(null, '', '#layer=' + encodeURIComponent(slug))
   }
 
@@ -111,6 +120,7 @@ export const PAGE_JS = String.raw`/* global maplibregl */
     sessionStorage.setItem('map-token', tokenInput.value.trim())
     try {
       if (!tokenInput.value.trim()) { say('paste an access token (npm run token -- --tenant demo)'); return }
+      say('Loading layers…')
       await listLayers()
       await show(select.value)
     } catch (err) {
@@ -120,6 +130,8 @@ export const PAGE_JS = String.raw`/* global maplibregl */
   }
   document.getElementById('go').addEventListener('click', start)
   select.addEventListener('change', () => show(select.value).catch((err) => { state.error = String(err); say(state.error) }))
+  // A tile the API refused (an expired token, a layer deleted meanwhile) is said, not left blank.
+  map.on('error', (e) => { const m = e && e.error && e.error.message; if (m) { state.error = m; say('could not load tiles: ' + m) } })
   map.on('load', start)
 })()
 `

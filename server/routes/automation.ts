@@ -52,7 +52,7 @@ export const automationRoutes: RouteModule = (deps) => {
     route({
       method: 'patch', path: '/v1/automation/rules/:id', operationId: 'patchAutomationRule', tag: 'automation', auth: 'bearer', feature: 'automation',
       summary: 'Edit a rule: a draft in place; a sandbox or active rule gets a new draft version that goes live on the next publish',
-      description: 'Needs automationRules:write. The fields given replace those of the latest version (null clears description, match or condition) and the result is checked like a create (400). A live rule keeps running its live version until the next publish; a slug taken by another rule gives 409 CONFLICT, and a newly needed webhookToken or signingSecret is shown in this answer only.',
+      description: 'Needs automationRules:write. The fields given replace those of the latest version (null clears description, match or condition); trigger and effect are merged one level deep: the fields sent replace those of the same name, null removes one, the others are kept, and a different type replaces the whole trigger or effect. The result is checked like a create (400). A live rule keeps running its live version until the next publish; a slug taken by another rule gives 409 CONFLICT, and a newly needed webhookToken or signingSecret is shown in this answer only.',
       pathParams: idParam, body: S.PatchRuleBody,
       responses: { 200: { description: 'updated', schema: S.RuleBody } }, errors: [400, 404, 409],
       example: { summary: 'Only reports that carry a date (a draft is edited in place)', params: { id: '{automationRuleId}' }, body: { condition: { '!!': [{ var: 'date' }] } }, status: 200 }

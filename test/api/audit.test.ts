@@ -31,7 +31,7 @@ describe('audit API', () => {
   }
 
   describe('GET /v1/audit/events', () => {
-    it('lists a just-written event at once, newest first, in the CONTRACT shape', async () => {
+    it('lists a just-written event at once, newest first, in the documented shape', async () => {
       const { owner, typeId } = await tenantWithType()
       const created = await owner.post('/v1/objects', { typeId, attributes: { name: 'a' } })
       assert.equal(created.status, 201)

@@ -18,7 +18,7 @@ function assertErrorBody (res: Response, status: number, code: string): void {
   assert.match(res.headers.get('content-type') ?? '', /application\/json/)
 }
 
-describe('authentication (SPEC 5, CONTRACT "Authentication and roles")', () => {
+describe('authentication (SPEC 5, docs/behaviour.md "Authentication and roles")', () => {
   let s: TestServer
   const tenant = newTenant('auth')
   before(async () => { s = await startServer() })
@@ -163,7 +163,7 @@ describe('AUTH_DISABLED=true', () => {
   })
 })
 
-describe('built-in roles (SPEC 5.6, CONTRACT grants)', () => {
+describe('built-in roles (SPEC 5.6, the grants of docs/behaviour.md)', () => {
   const ctx = useOwnerSession({ tenantPrefix: 'roles', type: true })
 
   const typeBody = () => ({ key: `k_${Math.random().toString(36).slice(2, 10)}`, name: 'T', attributeSchema: { type: 'object' } })

@@ -127,6 +127,23 @@ describe('/v1/automation', () => {
     assert.equal(reg.body.versions[1].definition.name, 'Hook v2')
   })
 
+  it('PATCH merges the effect and the trigger one level deep; a null removes a field, another type replaces the part', async () => {
+    const r = await create({ ...webhookRule('merged'), effect: { type: 'webhook', url: 'https://example.invalid/a', headers: { 'X-Team': 'field' }, body: { pole: '{{payload.id}}' }, retry: { maxAttempts: 2 } } })
+    const p = await owner.patch(`/v1/automation/rules/${r.id}`, { effect: { url: 'https://example.invalid/b', retry: { maxAttempts: 4 } } })
+    assert.equal(p.status, 200, p.text)
+    assert.deepEqual(p.body.effect, { type: 'webhook', url: 'https://example.invalid/b', headers: { 'X-Team': 'field' }, body: { pole: '{{payload.id}}' }, retry: { maxAttempts: 4 } })
+    const dropped = await owner.patch(`/v1/automation/rules/${r.id}`, { effect: { headers: null } })
+    assert.equal(dropped.status, 200, dropped.text)
+    assert.equal(dropped.body.effect.headers, undefined)
+    assert.equal(dropped.body.effect.url, 'https://example.invalid/b')
+    assert.equal((await owner.patch(`/v1/automation/rules/${r.id}`, { trigger: { slug: 'merged-2' } })).body.trigger.slug, 'merged-2')
+    const other = await owner.patch(`/v1/automation/rules/${r.id}`, { effect: { type: 'object.update', objectId: '{{payload.id}}', attributes: { seen: true } } })
+    assert.equal(other.status, 200, other.text)
+    assert.deepEqual(other.body.effect, { type: 'object.update', objectId: '{{payload.id}}', attributes: { seen: true } })
+    const bad = await owner.patch(`/v1/automation/rules/${r.id}`, { effect: { type: 'webhook' } })
+    assert.equal(bad.status, 400, 'a webhook effect without url')
+  })
+
   it('ingress: 401 for a wrong or missing token or one of another rule, 404 for an unknown slug or a draft rule, 202 with runIds', async () => {
     const r = await create(webhookRule('ingress'))
     const other = await create(webhookRule('ingress-other'))

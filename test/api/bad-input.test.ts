@@ -10,7 +10,7 @@ import { flushAudit, newTenant, publishedType, startServer, type Client, type Te
 // For each operation it derives bad inputs from the documented schemas (path parameters, query
 // parameters, the If-Match header, JSON bodies), keeps only those the document itself refuses (a
 // test-side ajv over the documented schema is the oracle), sends them to a real server and checks
-// the answer: a 4xx with CONTRACT's error body ("General": {"error":{"code","message","details"}},
+// the answer: a 4xx with the error body of docs/behaviour.md ("General": {"error":{"code","message","details"}},
 // JSON, X-Request-Id), 400 where the document says the input is invalid (the validator and the
 // document are built from the same schema objects, so a disagreement is a bug in one of them).
 // Afterwards the tenant's rows must be exactly as before: a refused write wrote nothing.
@@ -30,7 +30,7 @@ const REQUEST_TIMEOUT_MS = 10_000
 const DEPTH = 5000
 const METHODS = ['get', 'post', 'put', 'patch', 'delete'] as const
 
-// CONTRACT "General": every error code and its status.
+// docs/behaviour.md "General": every error code and its status.
 const STATUS_OF_CODE: Record<string, number> = {
   VALIDATION_ERROR: 400, BAD_REQUEST: 400, PRECONDITION_REQUIRED: 400, UNAUTHORIZED: 401, FORBIDDEN: 403,
   GUARD_FAILED: 403, LICENSE_LIMIT_EXCEEDED: 403, LICENSE_EXPIRED: 403, FEATURE_DISABLED: 403, NOT_FOUND: 404,
@@ -178,17 +178,17 @@ interface Case {
   target: string
   headers: Record<string, string>
   body?: string
-  /** The statuses CONTRACT allows for it; anything else fails the case. */
+  /** The statuses docs/behaviour.md allows for it; anything else fails the case. */
   expect: number[]
   /** For a body field made invalid: the path a VALIDATION_ERROR should name (validation.ts errorPath style). */
   field?: string
-  /** For bodies that are not JSON at all: CONTRACT names BAD_REQUEST. */
+  /** For bodies that are not JSON at all: docs/behaviour.md names BAD_REQUEST. */
   code?: string
   /** Drawn from a palette by the seeded PRNG (the cap trims these first); else always generated. */
   sampled?: boolean
   /**
    * A refusal by the GraphQL layer itself (variables too deep) may come in GraphQL's own error
-   * format: CONTRACT "Platform": GraphQL errors carry extensions.code with the REST codes.
+   * format: docs/behaviour.md "Platform": GraphQL errors carry extensions.code with the REST codes.
    */
   graphql?: boolean
 }
@@ -284,11 +284,11 @@ function pathCases (o: Op, c: Context, base: BaseRequest): Case[] {
         method: o.method,
         target: target(o, { ...base.segments, [p.name]: raw }, query),
         ...req,
-        // Well-formed but naming nothing: 404 NOT_FOUND (CONTRACT "General"). Documented as invalid:
+        // Well-formed but naming nothing: 404 NOT_FOUND (docs/behaviour.md "General"). Documented as invalid:
         // 400, except that an id or slug that is not one names no resource either, and the service
         // answers that 404 NOT_FOUND too, as objects.test.ts, relations.test.ts and audit.test.ts
         // assert (ALLOWED: 404 for a malformed id). Tile coordinates: documented as invalid, 400
-        // only; well-formed, 400 when out of range for the zoom (CONTRACT "Layers and exports": z,
+        // only; well-formed, 400 when out of range for the zoom (docs/behaviour.md "Layers and exports": z,
         // x, y out of range give 400; ALLOWED beside the 404), else 404 for the unknown layer.
         expect: tile ? (invalid ? [400] : [400, 404]) : (invalid ? [400, 404] : [404])
       })
@@ -334,7 +334,7 @@ function queryCases (o: Op, c: Context, base: BaseRequest): Case[] {
       // Features Part 1 /req/core/fc-limit-response-1 forbids the error, the operation's description
       // says so, and clients (GDAL) read the schema's maximum as the server's page size.
       // ALLOWED 403 for a documented `tenant` on the audit routes: it names another tenant's chain,
-      // which the owner may not read (CONTRACT "Authentication and roles" and "Audit": only
+      // which the owner may not read (docs/behaviour.md "Authentication and roles" and "Audit": only
       // system_admin reads `_system`, any other tenant is 403, recorded as permission.denied).
       expect: opts.clamped === true ? [200, 400] : invalid ? [400] : otherChain ? [403] : [200, 400, 404]
     })
@@ -384,10 +384,10 @@ function headerCases (o: Op, c: Context, base: BaseRequest): Case[] {
   const out: Case[] = malformed.map(v => ({
     label: `header If-Match: ${v}`, method: o.method, target: target(o, base.segments, query),
     headers: { ...req.headers, 'If-Match': v }, body: req.body,
-    // CONTRACT "Objects": If-Match is 3, "3" or W/"3"; anything else is a bad request.
+    // docs/behaviour.md "Objects": If-Match is 3, "3" or W/"3"; anything else is a bad request.
     expect: [400]
   }))
-  // Well-formed and stale: 409 VERSION_CONFLICT (CONTRACT "Objects", "Authentication and roles" for the policy).
+  // Well-formed and stale: 409 VERSION_CONFLICT (docs/behaviour.md "Objects", "Authentication and roles" for the policy).
   out.push({ label: 'header If-Match: "999" (stale)', method: o.method, target: target(o, base.segments, query), headers: { ...req.headers, 'If-Match': '"999"' }, body: req.body, expect: [409] })
   return out
 }
@@ -446,7 +446,7 @@ const isObject = (v: unknown): v is Record<string, any> => v !== null && typeof 
 
 /**
  * Operations that write nothing whatever their body: a 2xx to an extreme but documented value is
- * harmless there (object-type validate is a dry run, CONTRACT "Object types"; the GraphQL example is
+ * harmless there (object-type validate is a dry run, docs/behaviour.md "Object types and the schema registry"; the GraphQL example is
  * a query). Every other operation with a body writes (a query run counts against query_count).
  */
 const DRY_RUNS = new Set(['validateAgainstObjectType', 'graphql'])
@@ -462,7 +462,7 @@ function bodyCases (o: Op, c: Context, base: BaseRequest): Case[] {
     const tooLarge = Buffer.byteLength(text) > c.maxBodyBytes
     out.push({
       label: `body ${lbl}`, method: o.method, target: url, headers: { ...base.headers, ...headers }, body: text,
-      // CONTRACT "General": a body over MAX_BODY_BYTES is 413 PAYLOAD_TOO_LARGE, whatever it holds.
+      // docs/behaviour.md "General": a body over MAX_BODY_BYTES is 413 PAYLOAD_TOO_LARGE, whatever it holds.
       expect: [400], ...extra, ...(tooLarge ? { expect: [413], field: undefined, code: 'PAYLOAD_TOO_LARGE' } : {})
     })
   }
@@ -488,7 +488,7 @@ function bodyCases (o: Op, c: Context, base: BaseRequest): Case[] {
     })
   }
 
-  // Not JSON at all (CONTRACT "General": 400 BAD_REQUEST), and JSON under another media type.
+  // Not JSON at all (docs/behaviour.md "General": 400 BAD_REQUEST), and JSON under another media type.
   for (const raw of ['{"typeId": ', '{typeId: 1}', "{'a': 1}", 'NaN', '{"a":1}{"b":2}', '\u0000', '[1,]', 'nul', '{"a":"\\x"}']) {
     send(`not JSON: ${short(raw)}`, raw, { code: 'BAD_REQUEST' })
   }
@@ -575,7 +575,7 @@ function faults (c: Case, a: Answer): string[] {
   if (c.graphql === true && isObject(body) && Array.isArray(body.errors)) {
     // ALLOWED (Case.graphql): GraphQL's format, {errors: [{message, extensions: {code, status, details}}]}.
     const x = body.errors[0]?.extensions
-    if (!isObject(x) || STATUS_OF_CODE[x.code] !== a.status || x.status !== a.status) out.push(`GraphQL error without a CONTRACT code for ${a.status}`)
+    if (!isObject(x) || STATUS_OF_CODE[x.code] !== a.status || x.status !== a.status) out.push(`GraphQL error without a documented code for ${a.status}`)
     return out
   }
   if (!isObject(body) || Object.keys(body).join() !== 'error' || !isObject(body.error)) { out.push('body is not {"error":{...}}'); return out }
@@ -586,7 +586,7 @@ function faults (c: Case, a: Answer): string[] {
   if (!isObject(e.details)) out.push('details is not an object')
   if (c.code !== undefined && e.code !== c.code) out.push(`code ${e.code}, expected ${c.code}`)
   if (e.code === 'VALIDATION_ERROR' && isObject(e.details)) {
-    // CONTRACT "General": VALIDATION_ERROR details {field, reason}.
+    // docs/behaviour.md "General": VALIDATION_ERROR details {field, reason}.
     if (typeof e.details.field !== 'string' || typeof e.details.reason !== 'string') out.push('VALIDATION_ERROR without details.field and details.reason')
     else if (c.field !== undefined && a.status === 400) {
       const named = [e.details.field, ...(Array.isArray(e.details.errors) ? e.details.errors.map((x: { field?: string }) => x.field) : [])]
@@ -619,7 +619,7 @@ function capped (all: Case[], rng: Rng): Case[] {
 // ---------------------------------------------------------------------------------------------
 // The tenant's rows: every table with a tenant_id column
 
-// Refusals themselves are recorded (CONTRACT "Audit": auth.failed, permission.denied; lib/audit/README.md),
+// Refusals themselves are recorded (docs/behaviour.md "Audit": auth.failed, permission.denied; lib/audit/README.md),
 // and the chain's bookkeeping (head, Merkle nodes) moves with them: those are not the writes refused.
 const RECORDED_REFUSALS = ['auth.failed', 'permission.denied']
 const CHAIN_BOOKKEEPING = new Set(['audit_heads', 'audit_tree_nodes'])
@@ -726,7 +726,7 @@ describe('bad input: every documented operation refuses inputs its schemas refus
       }
       covered++
       sweeps.push({ name: label(o), cases: capped(all, ctx.rng) })
-      // The audit routes read the `_system` chain for system_admin (CONTRACT "Authentication and
+      // The audit routes read the `_system` chain for system_admin (docs/behaviour.md "Authentication and
       // roles"): their parameters once more on that path, with a system_admin token.
       if ((o.op.parameters ?? []).some(p => p.in === 'query' && p.name === 'tenant')) {
         const system = { ...base, required: { ...base.required, tenant: '_system' }, headers: { ...base.headers, Authorization: `Bearer ${ctx.systemToken}` } }

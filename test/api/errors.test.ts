@@ -6,7 +6,7 @@ import { gzipSync } from 'node:zlib'
 import { createLogger } from '../../lib/log.js'
 import { startServer, newTenant, publishedType, useOwnerSession, type Response } from '../support/harness.js'
 
-// CONTRACT "General": error body, malformed JSON, MAX_BODY_BYTES, unknown fields; SPEC 7.
+// docs/behaviour.md "General": error body, malformed JSON, MAX_BODY_BYTES, unknown fields; SPEC 7.
 
 const MAX = 4096
 

@@ -37,6 +37,7 @@ describe('layer definitions', () => {
     assert.equal(p.body.cacheTtlSeconds, 60)
     const dup = await ctx.owner.post('/v1/layers/definitions', { name: 'x', slug: 'poles' })
     assert.equal(dup.status, 409)
+    assert.deepEqual([dup.body.error.details.field, dup.body.error.details.value], ['slug', 'poles'])
     assert.equal((await ctx.owner.delete('/v1/layers/definitions/poles')).status, 204)
     assert.equal((await ctx.owner.get('/v1/layers/definitions/poles')).status, 404)
     const audit = await ctx.s.db('audit_events').where({ tenant_id: ctx.tenant, resource_type: 'layer' }).select('type')

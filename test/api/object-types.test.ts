@@ -66,6 +66,8 @@ describe('POST /v1/object-types', () => {
     const dup = await ctx.owner.post('/v1/object-types', { key: k, name: 'Two' })
     assert.equal(dup.status, 409, dup.text)
     assert.equal(errorOf(dup).code, 'CONFLICT')
+    assert.equal(errorOf(dup).details.field, 'key', 'the 409 names the field that clashed')
+    assert.match(errorOf(dup).message, new RegExp(`key "${k}" is already taken`))
     assert.deepEqual(await tenantCounts(ctx.s.db, ctx.tenant), before)
     assert.equal((await ctx.s.as(newTenant(), ['admin']).post('/v1/object-types', { key: k, name: 'Elsewhere' })).status, 201)
   })

@@ -6,7 +6,7 @@ import { clockPast, createObject, errorOf } from '../fixtures/objects.js'
 
 type Item = Record<string, any>
 
-/** The order CONTRACT promises: the sort key (nulls last either way), then id, both in `dir`. */
+/** The order docs/behaviour.md promises: the sort key (nulls last either way), then id, both in `dir`. */
 function expectedOrder (items: Item[], key: (o: Item) => unknown, dir: 'asc' | 'desc'): string[] {
   const sign = dir === 'asc' ? 1 : -1
   const cmp = (a: unknown, b: unknown) => (a as never) < (b as never) ? -1 : (a as never) > (b as never) ? 1 : 0

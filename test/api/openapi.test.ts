@@ -67,7 +67,7 @@ describe('GET /openapi/v1.json', () => {
     assert.deepEqual(ids.filter((id, i) => ids.indexOf(id) !== i), [], 'duplicate operationIds')
   })
 
-  it('lists the platform paths CONTRACT names', () => {
+  it('lists the platform paths docs/behaviour.md names', () => {
     for (const [p, m] of [['/metrics', 'get'], ['/openapi/v1.json', 'get'], ['/v1/health/live', 'get'], ['/v1/health/ready', 'get'], ['/v1/auth/me', 'get']]) {
       assert.ok(doc.paths[p]?.[m], `${m.toUpperCase()} ${p}`)
     }

@@ -66,7 +66,7 @@ describe('/v1/permissions/policy', () => {
     const cases: Array<[unknown, string]> = [
       [{ roles: { editor: { widgets: ['read'] } } }, 'roles.editor.widgets'],
       [{ roles: { editor: { objects: ['read', 'fly'] } } }, 'roles.editor.objects[1]'],
-      // An action is known per resource (CONTRACT's default-grants table): objects have no publish.
+      // An action is known per resource (the default-grants table of docs/behaviour.md): objects have no publish.
       [{ roles: { x: { objects: ['publish', 'execute'] } } }, 'roles.x.objects[0]'],
       [{ roles: { x: { relations: ['read', 'transition'] } } }, 'roles.x.relations[1]'],
       [{ roles: { x: { auditLogs: ['write'] } } }, 'roles.x.auditLogs[0]'],

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict'
 import http from 'node:http'
 import { startServer, newTenant, token, type Response, type TestServer } from '../support/harness.js'
 
-// CONTRACT "Platform": per (tenant, sub) when authenticated, else per client address; Redis when
+// docs/behaviour.md "Platform": per (tenant, sub) when authenticated, else per client address; Redis when
 // configured, else in process; 429 RATE_LIMITED with Retry-After and RateLimit-*; health and
 // metrics never limited.
 

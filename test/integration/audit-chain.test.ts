@@ -159,7 +159,7 @@ describe('GET proof on a tampered chain', () => {
     assert.deepEqual(later.checks, { hashMatches: true, linkMatches: true, chainIntact: false })
     assert.equal(later.brokenAt, 3)
 
-    // CONTRACT: any altered row between genesis and head invalidates, so an earlier event too.
+    // docs/behaviour.md "Audit": any altered row between genesis and head invalidates, so an earlier event too.
     const earlier = await audit.proveEvent(ctx, ids[0])
     assert.equal(earlier.valid, false)
     assert.equal(earlier.brokenAt, 3)

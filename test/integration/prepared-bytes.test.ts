@@ -3,7 +3,7 @@ import assert from 'node:assert/strict'
 import { createDb, joinBytes, preparedBytes as pieces, type Bindings, type Db, type Queryable } from '../../lib/db.js'
 import { TEST_DATABASE_URL } from '../support/env.js'
 
-// lib/pg-bytes through lib/db preparedBytes: a bytea read in the binary result format, beside
+// lib/fenced/pg.ts through lib/db preparedBytes: a bytea read in the binary result format, beside
 // pg's own text path, on one pool connection (so every call shares the connection's state).
 
 // n bytes counting 0, 1, ..., 255, 0, ...: most are not valid UTF-8 (a text read would mangle them).

@@ -6,7 +6,7 @@ import * as queries from '../../lib/queries/index.js'
 import { TEST_DATABASE_URL } from '../support/env.js'
 import { fixture, type Fixture } from './query-fixtures.js'
 
-// CONTRACT "Objects": every documented sort, in both directions, reads its page from an index:
+// docs/behaviour.md "Objects": every documented sort, in both directions, reads its page from an index:
 // the plan holds no Sort (nor Incremental Sort) node over the tenant's set. 20,000 objects make a
 // sort of the whole set clearly visible to the planner.
 const SORTS = ['id', 'publicId', 'typeId', 'workflowState', 'createdAt', 'updatedAt'] as const

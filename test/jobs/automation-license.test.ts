@@ -5,7 +5,7 @@ import { startServer, newTenant, publishedType, flushAudit, type TestServer, typ
 import { scratchDatabase, useReceivers, startWorker, stopAllWorkers, waitUntil } from '../support/automation.js'
 import { inDays, newIssuer, type Issuer } from '../support/license.js'
 
-// The license over automation runs (CONTRACT "Licensing", SPEC 6), end to end: the real API
+// The license over automation runs (docs/behaviour.md "Licensing", SPEC 6), end to end: the real API
 // (ingress, REST, license installs) and a real worker process on a database of their own, both
 // reading the tenant's installed license (the same public key and storage secret), and a local
 // receiver on 127.0.0.1 for webhook effects.

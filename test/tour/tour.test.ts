@@ -213,6 +213,7 @@ describe(`README tour (${MODE} mode)`, { timeout: 1_800_000 }, () => {
       const external: string[] = []
       page.on('request', req => { if (!req.url().startsWith(svc.base) && !req.url().startsWith('blob:') && !req.url().startsWith('data:')) external.push(req.url()) })
       await page.goto(`${svc.base}/map#token=${token}&layer=poles`)
+      assert.notEqual((await page.textContent('#status'))?.trim(), '', 'the first view says that it is loading')
       await page.waitForFunction(() => (window as any).mapState.ready === true || (window as any).mapState.error !== null, null, { timeout: 120_000 })
       assert.equal(await page.evaluate(() => (window as any).mapState.error), null)
       const points = await page.evaluate(() => (window as any).map.queryRenderedFeatures({ layers: ['point'] })
@@ -220,6 +221,7 @@ describe(`README tour (${MODE} mode)`, { timeout: 1_800_000 }, () => {
       assert.ok(points.length > 0, 'no feature was rendered')
       const shown = new Set(points.map((p: { publicId: string }) => p.publicId))
       assert.equal(shown.size, 4)
+      assert.match(await page.textContent('#status') ?? '', /poles: 4 feature\(s\) in view/)
       fs.mkdirSync('artifacts', { recursive: true })
       await page.screenshot({ path: `artifacts/map-${MODE}.png` })
       await page.mouse.click(points[0].xy.x, points[0].xy.y)

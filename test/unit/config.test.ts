@@ -43,7 +43,7 @@ describe('loadConfig', () => {
     assert.ok(Object.isFrozen(c.license))
   })
 
-  it('applies the defaults of SPEC section 1 and CONTRACT', () => {
+  it('applies the defaults of SPEC section 1 and docs/behaviour.md', () => {
     const c = loadConfig(BASE)
     assert.equal(c.port, 3000)
     assert.equal(c.databaseUrl, BASE.DATABASE_URL)

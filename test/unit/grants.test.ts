@@ -2,7 +2,7 @@ import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { ACTIONS, BUILT_IN_ROLES, DEFAULT_GRANTS, RESOURCE_ACTIONS, RESOURCES, can, computePermissions, type Action, type Resource } from '../../lib/access/grants.js'
 
-// CONTRACT "Authentication and roles", the default grants table, written out independently of
+// docs/behaviour.md "Authentication and roles", the default grants table, written out independently of
 // lib/access/grants.ts so a drift in either shows here.
 const TABLE: Record<Resource, Record<'viewer' | 'operator' | 'admin' | 'owner', Action[]>> = {
   objects: { viewer: ['read'], operator: ['read', 'write', 'transition'], admin: ['read', 'write', 'transition'], owner: ['read', 'write', 'transition'] },
@@ -21,7 +21,7 @@ const sorted = (a: readonly string[] | undefined) => [...(a ?? [])].sort()
 
 describe('computePermissions', () => {
   for (const role of BUILT_IN_ROLES) {
-    it(`grants ${role} exactly the CONTRACT table`, () => {
+    it(`grants ${role} exactly the table of docs/behaviour.md`, () => {
       const p = computePermissions([role], null)
       for (const res of RESOURCES) {
         assert.deepEqual(sorted(p[res]), sorted(TABLE[res][role]), `${role} on ${res}`)
@@ -88,7 +88,7 @@ describe('computePermissions', () => {
 })
 
 describe('RESOURCE_ACTIONS', () => {
-  it('gives each resource the actions of its row in the CONTRACT table (owner holds them all)', () => {
+  it('gives each resource the actions of its row in the table of docs/behaviour.md (owner holds them all)', () => {
     for (const res of RESOURCES) assert.deepEqual(sorted(RESOURCE_ACTIONS[res]), sorted(TABLE[res].owner), res)
     assert.deepEqual(sorted(Object.keys(RESOURCE_ACTIONS)), sorted(Object.keys(TABLE)))
     assert.deepEqual(sorted(ACTIONS), ['execute', 'publish', 'read', 'transition', 'write'])

@@ -1,10 +1,9 @@
 import { Gauge, Histogram } from 'prom-client'
-import { automationRulesExecutedTotal, registry } from '../metrics.js'
-import { executionCounts } from '../automation/index.js'
-import type { Db } from '../db.js'
-import * as outbox from '../outbox/index.js'
-import * as queues from './sql.js'
-import { QUEUES } from './contracts.js'
+import { automationRulesExecutedTotal, registry } from '../lib/metrics.js'
+import { executionCounts } from '../lib/automation/index.js'
+import type { Db } from '../lib/db.js'
+import * as outbox from '../lib/outbox/index.js'
+import * as queues from '../lib/queues/index.js'
 
 // What an operator scales the worker fleet by, read from pg-boss's tables at scrape time by the
 // process that serves /metrics (the API; workers have no port), so the figures cover the whole
@@ -19,7 +18,7 @@ export function watchQueues (db: Db): void {
   source = db
 }
 
-const names = () => QUEUES.map(q => q.name)
+const names = () => queues.QUEUES.map(q => q.name)
 
 export const jobQueueDepth = new Gauge({
   name: 'job_queue_depth',

@@ -1,17 +1,16 @@
-import type pg from 'pg'
+import pg from 'pg'
 import pgUtils from 'pg/lib/utils.js'
 
+// What this project uses of pg's internals (README here). Pinned: pg 8.23.1;
+// test/integration/fenced.test.ts fails when an upgrade changes any of it.
+
 // A named prepared statement whose one row has one bytea column, read as raw bytes (a rendered
-// vector tile). pg reads every value as text: a bytea then arrives hex-encoded (twice its size),
-// is decoded as a UTF-8 string (a tile of 150 KB is a 300 KB string, one of 2 MB a 4 MB one, on
-// the V8 heap, where strings of that size trigger full collections of the whole API heap), and
-// is parsed back from hex; the protocol parser first gathers the whole message in one growing
-// buffer. Asked with the binary result format, PostgreSQL sends the bytes as they are, and this
-// query hands them on as they arrived: views of the socket's chunks, in order, none copied (a
-// tile of 141 KB comes in several reads, one of 2 MB in hundreds; the response writes the views
-// in one writev). A copy into one buffer of the tile's size would double the fresh ArrayBuffer
-// memory per tile, which is what sets off V8's full collections of the whole API heap (about
-// 50 MB live) under a stream of large cold tiles. Everything else of
+// vector tile). pg reads every value as text: a bytea would arrive hex-encoded (twice its size),
+// become a string as large on the V8 heap (large strings set off full collections of the whole
+// heap) and be parsed back from hex. Asked with the binary result format, PostgreSQL sends the
+// bytes as they are, and this query hands them on as they arrived: views of the socket's chunks,
+// in order, none copied (the response writes them in one writev; a copy into one buffer would
+// double the fresh memory per tile, which is what sets those collections off). Everything else of
 // the exchange (ParseComplete, errors, CommandComplete, ReadyForQuery) passes to pg's own
 // parser, so the client's state (prepared statements, transaction status, the query queue) is
 // kept by pg as for any query. The statement is planned once per connection like any named one
@@ -203,3 +202,17 @@ export function joinBytes (parts: Buffer | readonly Buffer[]): Buffer {
   if (Buffer.isBuffer(parts)) return parts
   return parts.length === 1 ? parts[0] : Buffer.concat(parts)
 }
+
+/**
+ * conn.query({ name, text, values }) without pg's copy of the config object: pg 8.2x copies
+ * every config object by its property descriptors, a Query made from the text is not copied.
+ */
+export function namedQuery (conn: pg.Client, name: string, text: string, values: unknown[]): Promise<pg.QueryResult> {
+  return new Promise((resolve, reject) => {
+    const q = new pg.Query(text, values) as pg.Query & { name?: string, callback?: (err: Error | null, r: pg.QueryResult) => void }
+    q.name = name
+    q.callback = (err, r) => { if (err !== null && err !== undefined) reject(err); else resolve(r) }
+    conn.query(q)
+  })
+}
+
