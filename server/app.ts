@@ -15,7 +15,7 @@ import { requestIdOf, requestRecorder, requestState } from './middleware/observe
 import { compileRoutes } from './http/guards.js'
 import { exchange, send, type CompiledRoute, type ExchangeDeps } from './http/exchange.js'
 import { withEdge } from './http/edge.js'
-import { splitUrl, type Answer, type Route } from './http/route.js'
+import { splitUrl, type Answer, type RequestState, type Route } from './http/route.js'
 import { declareRoutes } from './routes/index.js'
 
 export interface AppDeps {
@@ -83,7 +83,9 @@ function viaKoa (x: ExchangeDeps, route: CompiledRoute): Koa.Middleware {
 function unmatched (x: ExchangeDeps): Koa.Middleware {
   return async (ctx, next) => {
     const started = performance.now()
-    const state = requestState(x.log, requestIdOf(ctx.req.headers['x-request-id']))
+    // Made only for a request no route answered (a route's exchange makes its own).
+    const stateOf = (): RequestState => requestState(x.log, requestIdOf(ctx.req.headers['x-request-id']))
+    let state: RequestState | undefined
     let answer: Answer
     try {
       await next()
@@ -95,11 +97,12 @@ function unmatched (x: ExchangeDeps): Koa.Middleware {
           ? { ...errorBody(new AppError('BAD_REQUEST', `method ${ctx.method} ${ctx.status === 405 ? 'is not allowed here' : 'is not implemented'}`, { allow })), status: ctx.status, headers: { Allow: allow } }
           : errorBody(new AppError('NOT_FOUND', `no route for ${ctx.method} ${ctx.path}`, { path: ctx.path }))
     } catch (err) {
-      answer = errorAnswer(err, state)
+      answer = errorAnswer(err, state = stateOf())
     }
+    state ??= stateOf()
     ctx.respond = false
     const base = { 'X-Request-Id': state.requestId }
-    const status = send(ctx.res, ctx.method, answer, base, state.log)
+    const status = send(ctx.res, ctx.method, answer, base, state)
     x.recorder.finish(state, ctx.method, 'unmatched', ctx.path, status, started)
   }
 }

@@ -1,6 +1,5 @@
 import { HeaderMap, type ApolloServerPlugin } from '@apollo/server'
-import { GraphQLError, Kind, type FieldNode, type GraphQLSchema, type OperationDefinitionNode } from 'graphql'
-import { getArgumentValues, getVariableValues } from 'graphql/execution/values.js'
+import { GraphQLError, Kind, getArgumentValues, getVariableValues, type FieldNode, type GraphQLSchema, type OperationDefinitionNode } from 'graphql'
 import * as objects from '../../lib/objects/index.js'
 import { listArgs } from './common.js'
 import type { GraphqlContext } from './context.js'

@@ -3,7 +3,7 @@ import { Readable, pipeline } from 'node:stream'
 import type { Logger } from '../../lib/log.js'
 import { errorAnswer } from '../middleware/errors.js'
 import { requestIdOf, requestState, type RequestRecorder } from '../middleware/observe.js'
-import { JSON_TYPE, RouteRequest, type Answer, type Route } from './route.js'
+import { JSON_TYPE, RouteRequest, type Answer, type RequestState, type Route } from './route.js'
 
 /** A declared route with its guards in order (server/http/guards.ts). */
 export interface CompiledRoute extends Route {
@@ -35,7 +35,7 @@ export async function exchange (deps: ExchangeDeps, route: CompiledRoute, raw: I
   } catch (err) {
     answer = errorAnswer(err, state)
   }
-  const status = send(res, req.method, answer, { 'X-Request-Id': state.requestId, ...req.answerHeaders }, state.log)
+  const status = send(res, req.method, answer, { 'X-Request-Id': state.requestId, ...req.answerHeaders }, state)
   deps.recorder.finish(state, req.method, route.spec.path, path, status, started)
 }
 
@@ -46,7 +46,7 @@ const NO_BODY = new Set([204, 304])
  * one writev, or a stream piped until it ends; a stream that fails cuts the connection, so a
  * client never takes a truncated body for a whole one). HEAD gets the headers only. Returns the status.
  */
-export function send (res: ServerResponse, method: string, a: Answer, base: Record<string, string>, log: Logger): number {
+export function send (res: ServerResponse, method: string, a: Answer, base: Record<string, string>, state: RequestState): number {
   const status = a.status ?? 200
   const headers: Record<string, string | number> = { ...base, ...a.headers }
   const payload = a.bytes !== undefined ? a.bytes : a.body === undefined ? undefined : JSON.stringify(a.body)
@@ -59,7 +59,8 @@ export function send (res: ServerResponse, method: string, a: Answer, base: Reco
   if (payload instanceof Readable) {
     res.writeHead(status, headers)
     if (method === 'HEAD') { payload.destroy(); res.end(); return status }
-    pipeline(payload, res, err => { if (err !== undefined && err !== null && !res.destroyed) log.warn({ err }, 'answer stream failed') })
+    // state.log is read only here: reading it makes the request's child logger.
+    pipeline(payload, res, err => { if (err !== undefined && err !== null && !res.destroyed) state.log.warn({ err }, 'answer stream failed') })
     return status
   }
   const pieces = typeof payload === 'string' || Buffer.isBuffer(payload) ? null : payload

@@ -133,7 +133,7 @@ describe('contract: every documented example replays against the running service
 
   it('every operation has an example', () => {
     const missing = operations(doc).filter(o => o.op['x-example'] === undefined).map(o => label(o.method, o.path, o.op))
-    assert.deepEqual(missing, [], 'operations without an example: add `example` to their RouteSpec (server/routes, see RouteExample in server/openapi/registry.ts)')
+    assert.deepEqual(missing, [], 'operations without an example: add `example` to their RouteSpec (server/routes, see RouteExample in server/http/route.ts)')
   })
 
   it('each example answers its documented status and a body valid against the documented schema', async t => {

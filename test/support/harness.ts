@@ -133,7 +133,7 @@ export async function startServer (env: Record<string, string> = {}, opts: Serve
   }
 }
 
-/** A sending-only pg-boss (no maintenance, no schedules) with every queue of jobs/contracts.ts. */
+/** A sending-only pg-boss (no maintenance, no schedules) with every queue of lib/queues/contracts.ts. */
 async function startBoss (databaseUrl: string): Promise<PgBoss> {
   const boss = new PgBoss({ connectionString: databaseUrl, schema: 'pgboss', supervise: false, schedule: false, migrate: false, max: 3 })
   boss.on('error', () => { /* a test asserts on outcomes, not on pg-boss's log */ })

@@ -52,7 +52,7 @@ describe('README', () => {
     assert.equal(rows.length, listed.size, 'a variable is listed twice')
   })
 
-  it('names every queue of jobs/contracts.ts where it says what scales them', () => {
+  it('names every queue of lib/queues/contracts.ts where it says what scales them', () => {
     const queues = section('Running it for real (PostgreSQL)')
     for (const q of QUEUES) assert.ok(queues.includes(`\`${q.name}\``), `queue ${q.name} is missing from README's queue table`)
   })
