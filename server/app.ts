@@ -101,8 +101,7 @@ function unmatched (x: ExchangeDeps): Koa.Middleware {
     }
     state ??= stateOf()
     ctx.respond = false
-    const base = { 'X-Request-Id': state.requestId }
-    const status = send(ctx.res, ctx.method, answer, base, state)
+    const status = send(ctx.res, ctx.method, answer, state)
     x.recorder.finish(state, ctx.method, 'unmatched', ctx.path, status, started)
   }
 }

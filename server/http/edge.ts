@@ -69,12 +69,14 @@ export function withEdge (routes: CompiledRoute[], deps: ExchangeDeps, koa: Hand
   }
 }
 
+/** The captures as Koa's router decodes them; null for a bad escape (Koa's router answers it). */
 function paramsOf (names: string[], m: RegExpExecArray): Record<string, string> | null {
   const params: Record<string, string> = {}
-  try {
-    names.forEach((name, i) => { params[name] = decodeURIComponent(m[i + 1]) })
-  } catch {
-    return null
+  for (let i = 0; i < names.length; i++) {
+    const raw = m[i + 1]
+    if (raw.includes('%')) {
+      try { params[names[i]] = decodeURIComponent(raw) } catch { return null }
+    } else params[names[i]] = raw
   }
   return params
 }

@@ -35,7 +35,7 @@ export async function exchange (deps: ExchangeDeps, route: CompiledRoute, raw: I
   } catch (err) {
     answer = errorAnswer(err, state)
   }
-  const status = send(res, req.method, answer, { 'X-Request-Id': state.requestId, ...req.answerHeaders }, state)
+  const status = send(res, req.method, answer, state, req.answerHeaders)
   deps.recorder.finish(state, req.method, route.spec.path, path, status, started)
 }
 
@@ -44,11 +44,12 @@ const NO_BODY = new Set([204, 304])
 /**
  * Writes an answer: `body` as JSON, or `bytes` as they are (a string, a Buffer, Buffer pieces in
  * one writev, or a stream piped until it ends; a stream that fails cuts the connection, so a
- * client never takes a truncated body for a whole one). HEAD gets the headers only. Returns the status.
+ * client never takes a truncated body for a whole one). HEAD gets the headers only. Every answer
+ * carries X-Request-Id and the headers the guards set (`extra`: the rate limit's). Returns the status.
  */
-export function send (res: ServerResponse, method: string, a: Answer, base: Record<string, string>, state: RequestState): number {
+export function send (res: ServerResponse, method: string, a: Answer, state: RequestState, extra?: Record<string, string>): number {
   const status = a.status ?? 200
-  const headers: Record<string, string | number> = { ...base, ...a.headers }
+  const headers: Record<string, string | number> = Object.assign({ 'X-Request-Id': state.requestId }, extra, a.headers)
   const payload = a.bytes !== undefined ? a.bytes : a.body === undefined ? undefined : JSON.stringify(a.body)
   if (payload === undefined || NO_BODY.has(status)) {
     if (payload instanceof Readable) payload.destroy()

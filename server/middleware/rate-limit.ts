@@ -23,13 +23,11 @@ export function createLimiter (opts: RateLimitOptions): RateLimiterAbstract {
   })
 }
 
-/** RateLimit-Limit, -Remaining and -Reset for a decision. */
-function limitHeaders (limit: number, res: RateLimiterRes): Record<string, string> {
-  return {
-    'RateLimit-Limit': String(limit),
-    'RateLimit-Remaining': String(Math.max(0, res.remainingPoints)),
-    'RateLimit-Reset': String(Math.ceil(res.msBeforeNext / 1000))
-  }
+/** RateLimit-Limit, -Remaining and -Reset of a decision, on the request's answer. */
+function setLimitHeaders (h: Record<string, string>, limit: number, res: RateLimiterRes): void {
+  h['RateLimit-Limit'] = String(limit)
+  h['RateLimit-Remaining'] = String(Math.max(0, res.remainingPoints))
+  h['RateLimit-Reset'] = String(Math.ceil(res.msBeforeNext / 1000))
 }
 
 /**
@@ -41,11 +39,12 @@ export function rateLimit (limiter: RateLimiterAbstract, limit: number): (req: R
     const id = req.state.identity
     const key = id !== undefined ? `t:${id.tenant}:${id.sub}` : `ip:${req.ip}`
     try {
-      Object.assign(req.answerHeaders, limitHeaders(limit, await limiter.consume(key)))
+      setLimitHeaders(req.answerHeaders, limit, await limiter.consume(key))
     } catch (res) {
       if (!(res instanceof RateLimiterRes)) throw res
       const retryAfter = Math.max(1, Math.ceil(res.msBeforeNext / 1000))
-      Object.assign(req.answerHeaders, limitHeaders(limit, res), { 'Retry-After': String(retryAfter) })
+      setLimitHeaders(req.answerHeaders, limit, res)
+      req.answerHeaders['Retry-After'] = String(retryAfter)
       throw new AppError('RATE_LIMITED', `rate limit of ${limit} requests exceeded; retry in ${retryAfter} s`, { retryAfterSeconds: retryAfter })
     }
   }
