@@ -1,4 +1,5 @@
-import { GraphQLScalarType, Kind, valueFromASTUntyped } from 'graphql'
+import bourne from '@hapi/bourne'
+import { GraphQLError, GraphQLScalarType, Kind, valueFromASTUntyped } from 'graphql'
 import { parseQuery } from '../../lib/validation.js'
 import type { GraphqlContext } from './context.js'
 import type { Feature } from '../../lib/license/index.js'
@@ -26,12 +27,22 @@ export function present (args: Args): Args {
   return Object.fromEntries(Object.entries(args).filter(([, v]) => v !== null && v !== undefined))
 }
 
+/** A `__proto__` key at any depth is refused as REST's body parser refuses it (co-body's bourne, BAD_REQUEST). */
+function withoutProtoKeys (v: unknown): unknown {
+  try {
+    if (v !== null && typeof v === 'object') bourne.scan(v)
+  } catch (err) {
+    throw new GraphQLError((err as Error).message, { extensions: { code: 'BAD_REQUEST' } })
+  }
+  return v
+}
+
 const JsonScalar = new GraphQLScalarType({
   name: 'JSON',
   description: 'Any JSON value (object, array, string, number, boolean or null)',
   serialize: v => v,
-  parseValue: v => v,
-  parseLiteral: (ast, variables) => valueFromASTUntyped(ast, variables)
+  parseValue: withoutProtoKeys,
+  parseLiteral: (ast, variables) => withoutProtoKeys(valueFromASTUntyped(ast, variables))
 })
 
 const DateTimeScalar = new GraphQLScalarType({

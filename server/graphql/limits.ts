@@ -1,6 +1,6 @@
 import depthLimit from 'graphql-depth-limit'
 import { getComplexity, simpleEstimator, type ComplexityEstimator } from 'graphql-query-complexity'
-import { GraphQLError, type DocumentNode, type ValidationRule } from 'graphql'
+import { GraphQLError, KnownFragmentNamesRule, NoFragmentCyclesRule, validate, type DocumentNode, type ValidationRule } from 'graphql'
 import type { ApolloServerPlugin } from '@apollo/server'
 import { MAX_JSON_DEPTH, nestsTooDeep } from '../../lib/storable.js'
 
@@ -17,8 +17,13 @@ export const MAX_COST = 50_000
 /** The page size assumed when a list's limit is not given (every list defaults to 100). */
 const DEFAULT_LIMIT = 100
 
+const FRAGMENT_RULES = [KnownFragmentNamesRule, NoFragmentCyclesRule]
+
 /** graphql-depth-limit, with its refusal reworded to name the limit and carry details like the cost refusal. */
 export const depthRule: ValidationRule = context => {
+  // graphql-depth-limit walks fragment spreads as soon as it is built, before graphql's own rules
+  // visit: an unknown or cyclic fragment crashed or overflowed that walk (a 500). Those rules refuse them.
+  if (validate(context.getSchema(), context.getDocument(), FRAGMENT_RULES).length > 0) return {}
   const reworded = Object.create(context, {
     reportError: {
       value: (e: GraphQLError) => context.reportError(new GraphQLError(`query depth exceeds the depth limit of ${MAX_DEPTH} nested selections: ask for fewer nested fields`, {

@@ -79,6 +79,26 @@ describe('POST /v1/graphql: objects', () => {
     assert.equal(e.extensions.details.field, errorOf(rest).details.field)
   })
 
+  it('refuses a __proto__ key in JSON input with BAD_REQUEST, as REST refuses it in a body, and stores nothing', async () => {
+    const rest = await session.s.request('POST', '/v1/objects', { token: session.owner.token, raw: `{"typeId":"${session.typeId}","attributes":{"__proto__":{"x":1}},"geometry":${JSON.stringify(point())}}`, headers: { 'Content-Type': 'application/json' } })
+    assert.equal(rest.status, 400)
+    const before = (await session.owner.get('/v1/objects')).body.pagination.total
+    for (const attributes of ['{ __proto__: { x: 1 } }', '{ height: 1, nested: [{ __proto__: 1 }] }']) {
+      const r = await gql(session.owner, `mutation ($t: ID!) { createObject(input: { typeId: $t, attributes: ${attributes} }) { id } }`, { t: session.typeId })
+      assert.equal(r.status, 400, r.res.text)
+      assert.equal(r.errors?.[0].extensions.code, errorOf(rest).code)
+      assert.equal(r.errors?.[0].extensions.status, 400)
+      assert.match(r.errors?.[0].message ?? '', /prototype/)
+    }
+    // JSON variables by GET are parsed by Apollo, not by the body parser: refused alike.
+    const variables = encodeURIComponent('{"v":{"__proto__":{"x":1}}}')
+    const q = encodeURIComponent('query ($v: JSON) { queryObjects(query: { filters: [{ field: "id", operator: "eq", value: $v }] }) { items { id } } }')
+    const get = await session.owner.get(`/v1/graphql?query=${q}&variables=${variables}`, { 'apollo-require-preflight': 'true' })
+    assert.equal(get.status, 400, get.text)
+    assert.equal(get.body.errors[0].extensions.code, errorOf(rest).code)
+    assert.equal((await session.owner.get('/v1/objects')).body.pagination.total, before)
+  })
+
   it('deleteObject soft-deletes: object() then answers NOT_FOUND', async () => {
     const o = await create()
     assert.equal((await ok(session.owner, 'mutation ($id: ID!) { deleteObject(id: $id, version: 1) }', { id: o.id })).deleteObject, true)
@@ -401,6 +421,21 @@ describe('POST /v1/graphql: guard rails', () => {
     assert.equal(n, 0, 'no SQL ran')
     // The same shape with small pages is fine.
     await ok(session.owner, '{ objects(limit: 10) { id relatedObjects(limit: 10) { id typeId } } }')
+  })
+
+  it('refuses fragments that spread each other in a cycle, or an unknown one, as an invalid document (400 BAD_REQUEST, not a 500)', async () => {
+    for (const q of [
+      '{ objects(limit: 1) { ...A } } fragment A on SpatialObject { id ...B } fragment B on SpatialObject { typeId ...A }',
+      '{ objects(limit: 1) { ...A } } fragment A on SpatialObject { id relatedObjects { ...A } }'
+    ]) {
+      const r = await gql(session.owner, q)
+      assert.equal(r.status, 400, r.res.text)
+      assert.equal(r.errors?.[0].extensions.code, 'BAD_REQUEST')
+      assert.match(r.errors?.[0].message ?? '', /Cannot spread fragment "A" within itself/)
+    }
+    const unknown = await gql(session.owner, '{ objects(limit: 1) { ...Missing } }')
+    assert.equal(unknown.status, 400, unknown.res.text)
+    assert.match(unknown.errors?.[0].message ?? '', /Unknown fragment "Missing"/)
   })
 
   it('costs the same document anew for other variables (the cost cache is keyed by them)', async () => {
