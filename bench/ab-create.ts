@@ -42,7 +42,7 @@ const sides = await Promise.all([dirA, dirB].map(async (dir, k) => {
   const api = start(dir, port)
   const baseUrl = `http://127.0.0.1:${port}`
   await waitReady(baseUrl)
-  const token = jwt.sign({ sub: 'bench', tenant: city.tenantId, roles: ['owner'] }, SECRET, { algorithm: 'HS256' })
+  const token = jwt.sign({ sub: 'bench', tenant: city.tenantId, roles: ['owner'] }, SECRET, { algorithm: 'HS256', expiresIn: '12h' })
   return { name: k === 0 ? 'A' : 'B', dir, city, api, baseUrl, token }
 }))
 const attrs = (i: number) => ({ name: `new ${i}`, height: i % 50 })

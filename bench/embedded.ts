@@ -82,7 +82,7 @@ export async function benchEmbedded (ctx: { baseUrl: string, tokenFor: (tenant: 
     const firstStart = await ready(proc)
     const secret = fs.readFileSync(path.join(dataDir, 'jwt-secret'), 'utf8').trim()
     const tenant = benchTenant('embedded')
-    const emb = await prepare(baseUrl, jwt.sign({ sub: 'bench', tenant, roles: ['owner'] }, secret, { algorithm: 'HS256' }), proc.pid ?? 0)
+    const emb = await prepare(baseUrl, jwt.sign({ sub: 'bench', tenant, roles: ['owner'] }, secret, { algorithm: 'HS256', expiresIn: '12h' }), proc.pid ?? 0)
     const pgs = await prepare(ctx.baseUrl, ctx.tokenFor(benchTenant('embedded-pg')), ctx.apiPid)
     // Idle: both answered a few requests; let timers settle.
     await new Promise(resolve => setTimeout(resolve, 5000))

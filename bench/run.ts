@@ -59,7 +59,7 @@ const baseUrl = `http://127.0.0.1:${port}`
 const db = createDb(DATABASE_URL, { poolMax: 16 })
 try {
   await waitReady(baseUrl)
-  const tokenFor = (tenant: string) => jwt.sign({ sub: 'bench', tenant, roles: ['owner'] }, SECRET, { algorithm: 'HS256' })
+  const tokenFor = (tenant: string) => jwt.sign({ sub: 'bench', tenant, roles: ['owner'] }, SECRET, { algorithm: 'HS256', expiresIn: '12h' })
   console.log(`bench: ${ROUNDS} alternating rounds each, medians; ratio = candidate / baseline (higher is better for ops/s)`)
   // BENCH_ONLY=core,layers,... runs only the named sections (all when unset); `citus` needs CITUS_BENCH_URL.
   const only = new Set((process.env.BENCH_ONLY ?? '').split(',').map(s => s.trim()).filter(Boolean))

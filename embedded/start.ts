@@ -31,11 +31,10 @@ export async function startEmbeddedOrExit (config: Readonly<Config>, log: Logger
   return { rt, stopWorker, announce: port => { process.stdout.write(banner(config, dataDir, port)) } }
 }
 
-const DAY = 24 * 3600
-
 function banner (config: Readonly<Config>, dataDir: string, port: number): string {
   const base = `http://localhost:${port}`
-  const token = config.auth.disabled ? null : issueAccessToken(config.auth, { sub: 'dev', tenant: DEMO_TENANT, roles: ['owner'] }, 30 * DAY)
+  const lifetime = config.auth.maxLifetimeSeconds
+  const token = config.auth.disabled ? null : issueAccessToken(config.auth, { sub: 'dev', tenant: DEMO_TENANT, roles: ['owner'] }, lifetime)
   const auth = token === null ? '' : ` -H "Authorization: Bearer $TOKEN"`
   return [
     '',
@@ -44,7 +43,7 @@ function banner (config: Readonly<Config>, dataDir: string, port: number): strin
     `  ${EMBEDDED_NOTE}.`,
     '',
     ...(token === null ? [] : [
-      '  A development token (owner of the demo tenant, 30 days; `npm run token -- --tenant demo --roles owner` makes more):',
+      `  A development token (owner of the demo tenant, valid ${lifetime} s, AUTH_JWT_MAX_LIFETIME; \`npm run token -- --tenant demo --roles owner\` makes more):`,
       `  export TOKEN=${token}`
     ]),
     '  Try:',

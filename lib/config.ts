@@ -17,6 +17,8 @@ export interface Config {
     audience: string | null
     defaultTenant: string
     disabled: boolean
+    /** The longest life a token may have: exp - iat (or exp - now without iat), in seconds. */
+    maxLifetimeSeconds: number
   }
   rateLimit: { ttlSeconds: number, limit: number }
   layerCacheTtlSeconds: number
@@ -181,7 +183,8 @@ export function loadConfig (env: Env, release = '0.0.0'): Readonly<Config> {
       issuer: str(env, 'AUTH_JWT_ISSUER'),
       audience: str(env, 'AUTH_JWT_AUDIENCE'),
       defaultTenant,
-      disabled
+      disabled,
+      maxLifetimeSeconds: int(env, 'AUTH_JWT_MAX_LIFETIME', 86_400, 60, 31_536_000)
     }),
     rateLimit: Object.freeze({ ttlSeconds: int(env, 'RATE_LIMIT_TTL', 60, 1), limit: int(env, 'RATE_LIMIT_LIMIT', 120, 1) }),
     layerCacheTtlSeconds: int(env, 'LAYER_CACHE_TTL_SECONDS', 3600, 0),

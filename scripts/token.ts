@@ -9,7 +9,7 @@ import { packageVersion } from '../lib/release/version.js'
 import { embeddedEnv } from '../embedded/env.js'
 
 const USAGE = `usage: npm run -s token -- --tenant <id> [--roles owner,admin,...] [--sub <subject>] [--scope "objects:read ..."] [--days <n>]
-Defaults: --roles owner, --sub dev, --days 30.`
+Defaults: --roles owner, --sub dev, --days: the longest AUTH_JWT_MAX_LIFETIME allows (1 by default).`
 
 function main (): void {
   const { values } = parseArgs({
@@ -18,19 +18,22 @@ function main (): void {
       roles: { type: 'string', default: 'owner' },
       sub: { type: 'string', default: 'dev' },
       scope: { type: 'string' },
-      days: { type: 'string', default: '30' },
+      days: { type: 'string' },
       help: { type: 'boolean' }
     }
   })
   if (values.help === true) { console.log(USAGE); return }
   if (values.tenant === undefined || !TENANT_RE.test(values.tenant)) throw new Error('--tenant is required (1 to 64 of A-Za-z0-9._-)')
-  const days = Number(values.days)
-  if (!(days > 0)) throw new Error('--days must be a positive number')
   const roles = values.roles.split(',').map(r => r.trim()).filter(r => r !== '')
   const config = loadConfigOrExit(embeddedEnv(process.env), packageVersion())
   if (config.auth.disabled) throw new Error('AUTH_DISABLED is true: the service takes no tokens')
+  const max = config.auth.maxLifetimeSeconds
+  const seconds = values.days === undefined ? max : Math.round(Number(values.days) * 24 * 3600)
+  if (!(seconds > 0)) throw new Error('--days must be a positive number')
+  // The service refuses a token that lives longer (docs/behaviour.md "Authentication and roles").
+  if (seconds > max) throw new Error(`--days ${values.days} is longer than AUTH_JWT_MAX_LIFETIME allows (${max} seconds)`)
   const claims = { sub: values.sub, tenant: values.tenant, roles, ...(values.scope !== undefined ? { scope: values.scope } : {}) }
-  console.log(issueAccessToken(config.auth, claims, Math.round(days * 24 * 3600)))
+  console.log(issueAccessToken(config.auth, claims, seconds))
 }
 
 try {

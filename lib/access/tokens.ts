@@ -31,7 +31,7 @@ function secretKey (secret: string): KeyObject {
 const verified = new WeakMap<Config['auth'], Map<string, { identity: Identity, expiresAtMs: number }>>()
 const MAX_VERIFIED = 10_000
 
-/** docs/behaviour.md "Authentication and roles": HS256 only; iss/aud when configured; sub and tenant required. */
+/** docs/behaviour.md "Authentication and roles": HS256 only; iss/aud when configured; sub, tenant and exp required. */
 export function verifyAccessToken (auth: Config['auth'], token: string | null): TokenCheck {
   let cache = verified.get(auth)
   if (!cache) { cache = new Map(); verified.set(auth, cache) }
@@ -41,7 +41,7 @@ export function verifyAccessToken (auth: Config['auth'], token: string | null): 
   const check = verifyUncached(auth, token)
   if (check.ok && token !== null) {
     if (cache.size >= MAX_VERIFIED) cache.delete(cache.keys().next().value as string)
-    const exp = (jwt.decode(token, { json: true })?.exp ?? Infinity) as number
+    const exp = jwt.decode(token, { json: true })?.exp as number
     cache.set(token, { identity: check.identity, expiresAtMs: exp * 1000 })
   }
   return check
@@ -73,10 +73,23 @@ function verifyUncached (auth: Config['auth'], token: string | null): TokenCheck
   // `_system` holds the platform's own audit chain; no token may act as that tenant.
   if (tenant === SYSTEM_TENANT) return fail('tenant _system is reserved')
   if (typeof claims.sub !== 'string' || claims.sub === '') return fail('token has no sub claim', tenant)
+  const lifetime = lifetimeFault(claims, auth.maxLifetimeSeconds)
+  if (lifetime !== null) return fail(lifetime, tenant, claims.sub)
   const roles = claims.roles ?? []
   if (!Array.isArray(roles) || !roles.every(r => typeof r === 'string')) return fail('roles claim must be an array of strings', tenant, claims.sub)
   if (claims.scope !== undefined && typeof claims.scope !== 'string') return fail('scope claim must be a string', tenant, claims.sub)
   return { ok: true, identity: { sub: claims.sub, tenant, roles, scope: claims.scope ?? null } }
+}
+
+/**
+ * A token must expire, and live at most `maxSeconds`: from its iat, or from now when it has none
+ * or names a future one (so a forged-ahead iat cannot stretch it). jwt.verify has checked exp's type.
+ */
+function lifetimeFault (claims: jwt.JwtPayload, maxSeconds: number): string | null {
+  if (claims.exp === undefined) return 'token has no exp claim (access tokens must expire)'
+  const now = Math.floor(Date.now() / 1000)
+  const from = typeof claims.iat === 'number' ? Math.min(claims.iat, now) : now
+  return claims.exp - from > maxSeconds ? `token lifetime exceeds the maximum of ${maxSeconds} seconds` : null
 }
 
 export function anonymousIdentity (auth: Config['auth']): Identity {

@@ -36,9 +36,11 @@ export function newTenant (prefix = 't'): string {
   return `${prefix}-${randomUUID().slice(0, 12)}`
 }
 
+/** An access token valid for an hour, unless `claims.exp` or `opts.expiresIn` says otherwise (tokens must expire). */
 export function token (claims: Record<string, unknown>, opts: jwt.SignOptions & { secret?: string } = {}): string {
   const { secret, ...sign } = opts
-  return jwt.sign({ sub: 'user-1', ...claims }, secret ?? TEST_JWT_SECRET, { algorithm: 'HS256', ...sign })
+  const expiry = claims.exp !== undefined || sign.expiresIn !== undefined ? {} : { expiresIn: '1h' as const }
+  return jwt.sign({ sub: 'user-1', ...claims }, secret ?? TEST_JWT_SECRET, { algorithm: 'HS256', ...expiry, ...sign })
 }
 
 export interface Response<T = any> {

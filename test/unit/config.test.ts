@@ -47,7 +47,7 @@ describe('loadConfig', () => {
     const c = loadConfig(BASE)
     assert.equal(c.port, 3000)
     assert.equal(c.databaseUrl, BASE.DATABASE_URL)
-    assert.deepEqual({ ...c.auth }, { jwtSecret: SECRET, issuer: null, audience: null, defaultTenant: 'default', disabled: false })
+    assert.deepEqual({ ...c.auth }, { jwtSecret: SECRET, issuer: null, audience: null, defaultTenant: 'default', disabled: false, maxLifetimeSeconds: 86_400 })
     assert.deepEqual({ ...c.rateLimit }, { ttlSeconds: 60, limit: 120 })
     assert.equal(c.layerCacheTtlSeconds, 3600)
     assert.deepEqual({ ...c.license }, { publicKey: null, key: null, storageSecret: null, expiringSoonDays: 30 })
@@ -68,6 +68,7 @@ describe('loadConfig', () => {
       AUTH_JWT_AUDIENCE: 'spatial-api',
       AUTH_DEFAULT_TENANT: 'acme.dev',
       AUTH_DISABLED: 'false',
+      AUTH_JWT_MAX_LIFETIME: '3600',
       RATE_LIMIT_TTL: '30',
       RATE_LIMIT_LIMIT: '5',
       LAYER_CACHE_TTL_SECONDS: '120',
@@ -88,6 +89,7 @@ describe('loadConfig', () => {
     assert.equal(c.auth.audience, 'spatial-api')
     assert.equal(c.auth.defaultTenant, 'acme.dev')
     assert.equal(c.auth.disabled, false)
+    assert.equal(c.auth.maxLifetimeSeconds, 3600)
     assert.deepEqual({ ...c.rateLimit }, { ttlSeconds: 30, limit: 5 })
     assert.equal(c.layerCacheTtlSeconds, 120)
     assert.equal(c.license.publicKey, PEM)
@@ -152,6 +154,7 @@ describe('loadConfig', () => {
       ['LICENSE_EXPIRING_SOON_DAYS', 'soon'],
       ['MAX_BODY_BYTES', '1MB'], ['MAX_BODY_BYTES', '100'],
       ['AUTH_DISABLED', 'yes'], ['AUTH_DISABLED', 'on'],
+      ['AUTH_JWT_MAX_LIFETIME', '1d'], ['AUTH_JWT_MAX_LIFETIME', '0'], ['AUTH_JWT_MAX_LIFETIME', '59'], ['AUTH_JWT_MAX_LIFETIME', '31536001'],
       ['WEBHOOK_ALLOW_PRIVATE_NETWORKS', 'maybe'],
       ['LOG_LEVEL', 'verbose'], ['LOG_LEVEL', 'trace'],
       ['REDIS_URL', 'http://127.0.0.1:6379'], ['REDIS_URL', 'localhost:6379 x'],

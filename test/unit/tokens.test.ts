@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { generateKeyPairSync } from 'node:crypto'
+import { createHmac, generateKeyPairSync } from 'node:crypto'
 import jwt from 'jsonwebtoken'
 import { loadConfig, type Config } from '../../lib/config.js'
 import { SYSTEM_TENANT, anonymousIdentity, verifyAccessToken, type TokenCheck } from '../../lib/access/tokens.js'
@@ -10,7 +10,9 @@ const auth = (env: Record<string, string> = {}): Config['auth'] =>
   loadConfig({ DATABASE_URL: 'postgres://u@h/d', AUTH_JWT_SECRET: SECRET, ...env }).auth
 const AUTH = auth()
 const now = () => Math.floor(Date.now() / 1000)
-const sign = (claims: object, opts: jwt.SignOptions = {}, secret = SECRET) => jwt.sign(claims, secret, { algorithm: 'HS256', ...opts })
+/** Signs with an hour's lifetime unless the claims or options say when it expires. */
+const sign = (claims: object, opts: jwt.SignOptions = {}, secret = SECRET) =>
+  jwt.sign(claims, secret, { algorithm: 'HS256', ...('exp' in claims || opts.expiresIn !== undefined ? {} : { expiresIn: '1h' }), ...opts })
 const b64 = (o: object) => Buffer.from(JSON.stringify(o)).toString('base64url')
 
 function failed (check: TokenCheck): Extract<TokenCheck, { ok: false }> {
@@ -81,6 +83,31 @@ describe('verifyAccessToken', () => {
   it('refuses an expired token with a bad signature, auditing to _system', () => {
     const f = failed(verifyAccessToken(AUTH, sign({ sub: 'u', tenant: 'acme', exp: now() - 5 }, {}, 'x'.repeat(40))))
     assert.equal(f.auditTenant, SYSTEM_TENANT)
+  })
+
+  it('refuses a token without exp, auditing to its tenant because the signature verified', () => {
+    const f = failed(verifyAccessToken(AUTH, jwt.sign({ sub: 'u8', tenant: 'acme' }, SECRET, { algorithm: 'HS256' })))
+    assert.match(f.reason, /exp/)
+    assert.equal(f.auditTenant, 'acme')
+    assert.equal(f.sub, 'u8')
+    // jsonwebtoken signs no exp that is not a number; made by hand.
+    const data = `${b64({ alg: 'HS256', typ: 'JWT' })}.${b64({ sub: 'u', tenant: 'acme', exp: 'tomorrow' })}`
+    failed(verifyAccessToken(AUTH, `${data}.${createHmac('sha256', SECRET).update(data).digest('base64url')}`))
+  })
+
+  it('refuses a token that lives longer than AUTH_JWT_MAX_LIFETIME (default a day), from iat or else from now', () => {
+    const t = now()
+    assert.equal(verifyAccessToken(AUTH, sign({ sub: 'u', tenant: 'acme', iat: t, exp: t + 86_400 })).ok, true)
+    assert.match(failed(verifyAccessToken(AUTH, sign({ sub: 'u', tenant: 'acme', iat: t, exp: t + 86_401 }))).reason, /lifetime/)
+    // An old iat counts: the token's whole life is bounded, not what is left of it.
+    failed(verifyAccessToken(AUTH, sign({ sub: 'u', tenant: 'acme', iat: t - 86_400, exp: t + 60 })))
+    // Without iat (or with one in the future) the lifetime counts from now.
+    failed(verifyAccessToken(AUTH, sign({ sub: 'u', tenant: 'acme', exp: t + 86_500 }, { noTimestamp: true })))
+    assert.equal(verifyAccessToken(AUTH, sign({ sub: 'u', tenant: 'acme', exp: t + 3600 }, { noTimestamp: true })).ok, true)
+    failed(verifyAccessToken(AUTH, sign({ sub: 'u', tenant: 'acme', iat: t + 86_400, exp: t + 86_500 })))
+    const short = auth({ AUTH_JWT_MAX_LIFETIME: '600' })
+    failed(verifyAccessToken(short, sign({ sub: 'u', tenant: 'acme' }, { expiresIn: 601 })))
+    assert.equal(verifyAccessToken(short, sign({ sub: 'u', tenant: 'acme' }, { expiresIn: 600 })).ok, true)
   })
 
   it('refuses a token not yet valid (nbf in the future)', () => {
