@@ -54,7 +54,8 @@ await new Promise<void>((resolve, reject) => run('db/setup').on('exit', code => 
 // Each run starts from an empty bench database (its own; seeding is seconds by COPY).
 await resetData()
 const port = await freePort()
-const api = run('server/main', { PORT: String(port) })
+// The automation section's receivers listen on 127.0.0.1: the API takes rules naming it.
+const api = run('server/main', { PORT: String(port), WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' })
 const baseUrl = `http://127.0.0.1:${port}`
 const db = createDb(DATABASE_URL, { poolMax: 16 })
 try {

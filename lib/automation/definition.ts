@@ -4,6 +4,7 @@ import { checkLogic } from '../jsonlogic.js'
 import { assertStorable } from '../storable.js'
 import { parsePath, type MatchSpec } from './match.js'
 import { findBadTemplate } from './templates.js'
+import { BLOCKED_ADDRESS, isBlockedAddress, literalAddress } from './http.js'
 
 // What one version of a rule holds, and the checks that parse() (JSON Schema) cannot express.
 // Every fault is a VALIDATION_ERROR naming its path (e.g. `effect.retry.maxAttempts`).
@@ -84,10 +85,13 @@ function checkMatch (match: MatchSpec | MatchSpec[]): void {
   }
 }
 
-function checkWebhookEffect (e: WebhookEffect): void {
+function checkWebhookEffect (e: WebhookEffect, allowPrivate: boolean): void {
   let url: URL | null = null
   try { url = new URL(e.url.replace(/\{\{[^{}]*\}\}/g, 'x')) } catch { /* below */ }
   if (url === null || (url.protocol !== 'http:' && url.protocol !== 'https:')) throw validationError('effect.url', 'must be an http:// or https:// URL (templates allowed in the path and query)')
+  // A literal address never changes, so it is refused now; a name is judged at delivery (http.ts), as its DNS answer can change.
+  const address = literalAddress(url.hostname)
+  if (!allowPrivate && address !== null && isBlockedAddress(address)) throw validationError('effect.url', `names ${address}, ${BLOCKED_ADDRESS}`)
 }
 
 function checkTemplates (e: Effect): void {
@@ -95,8 +99,11 @@ function checkTemplates (e: Effect): void {
   if (bad) throw validationError(bad.path, bad.reason)
 }
 
-/** Checks a rule version's content beyond its JSON Schema; throws VALIDATION_ERROR naming the path. */
-export function checkRuleContent (c: RuleContent): void {
+/**
+ * Checks a rule version's content beyond its JSON Schema; throws VALIDATION_ERROR naming the path.
+ * `allowPrivate`: WEBHOOK_ALLOW_PRIVATE_NETWORKS.
+ */
+export function checkRuleContent (c: RuleContent, allowPrivate: boolean): void {
   // First: the free-form parts (match.value, effect.attributes and body) are stored as JSON, and
   // the template walk below recurses through them; 5,000 levels of nesting overflowed the stack (a 500).
   assertStorable(c, '')
@@ -110,7 +117,7 @@ export function checkRuleContent (c: RuleContent): void {
   }
   const e = c.effect as unknown as Record<string, unknown>
   checkFields(e, c.effect.type === 'webhook' ? 'webhook-effect' : c.effect.type, 'effect')
-  if (c.effect.type === 'webhook') checkWebhookEffect(c.effect)
+  if (c.effect.type === 'webhook') checkWebhookEffect(c.effect, allowPrivate)
   checkTemplates(c.effect)
   // docs/behaviour.md "Automation": with a webhook trigger there is no triggering object, so a database effect names one.
   if (c.trigger.type !== 'object.event' && c.effect.type !== 'webhook' && c.effect.objectId === undefined) {

@@ -10,17 +10,40 @@ import net from 'node:net'
 
 export const RESPONSE_BODY_LIMIT = 64 * 1024
 
-const BLOCKED = new net.BlockList()
-for (const [a, p] of [['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16], ['172.16.0.0', 12],
-  ['192.0.0.0', 24], ['192.168.0.0', 16], ['198.18.0.0', 15], ['224.0.0.0', 4], ['240.0.0.0', 4]] as const) BLOCKED.addSubnet(a, p, 'ipv4')
-for (const [a, p] of [['::', 128], ['::1', 128], ['fc00::', 7], ['fe80::', 10], ['ff00::', 8], ['64:ff9b::', 96], ['2001:db8::', 32]] as const) BLOCKED.addSubnet(a, p, 'ipv6')
+const BLOCKED_V4 = [['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16], ['172.16.0.0', 12],
+  ['192.0.0.0', 24], ['192.168.0.0', 16], ['198.18.0.0', 15], ['224.0.0.0', 4], ['240.0.0.0', 4]] as const
 
-/** Loopback, private, link-local (cloud metadata), CGNAT, multicast and reserved addresses. */
-export function isBlockedAddress (address: string): boolean {
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address)
-  if (mapped) return BLOCKED.check(mapped[1], 'ipv4')
-  return net.isIPv4(address) ? BLOCKED.check(address, 'ipv4') : BLOCKED.check(address, 'ipv6')
+/** The 6to4 prefix 2002:wwxx:yyzz::/(16 + bits) of an IPv4 subnet. */
+function sixToFour (v4: string, bits: number): [string, number] {
+  const [a, b, c, d] = v4.split('.').map(Number)
+  return [`2002:${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}::`, 16 + bits]
 }
+
+// BlockList judges an IPv4-mapped address (::ffff:0:0/96) by the IPv4 rules itself. NAT64
+// (64:ff9b::/96) and 6to4 (2002::/16) reach the IPv4 address they embed, so each blocked IPv4
+// subnet is blocked inside them too; IPv4-compatible ::/96 (deprecated; :: and ::1 among it) and
+// the local-use NAT64 prefix 64:ff9b:1::/48 are blocked whole.
+const BLOCKED = new net.BlockList()
+for (const [a, p] of BLOCKED_V4) {
+  BLOCKED.addSubnet(a, p, 'ipv4')
+  BLOCKED.addSubnet(`64:ff9b::${a}`, 96 + p, 'ipv6')
+  BLOCKED.addSubnet(...sixToFour(a, p), 'ipv6')
+}
+for (const [a, p] of [['::', 96], ['fc00::', 7], ['fe80::', 10], ['ff00::', 8], ['64:ff9b:1::', 48], ['2001:db8::', 32]] as const) BLOCKED.addSubnet(a, p, 'ipv6')
+
+/** Loopback, private, link-local (cloud metadata), CGNAT, multicast and reserved addresses, also embedded in IPv6. */
+export function isBlockedAddress (address: string): boolean {
+  return BLOCKED.check(address, net.isIPv4(address) ? 'ipv4' : 'ipv6')
+}
+
+/** The IP address a URL's hostname names literally (IPv6 without brackets), or null for a name. */
+export function literalAddress (hostname: string): string | null {
+  const bare = hostname.replace(/^\[|\]$/g, '')
+  return net.isIP(bare) === 0 ? null : bare
+}
+
+/** What a blocked address is, and the fix. */
+export const BLOCKED_ADDRESS = 'a loopback, private, link-local or metadata address (set WEBHOOK_ALLOW_PRIVATE_NETWORKS=true to allow)'
 
 const SECRET_HEADER = /^(authorization|proxy-authorization|cookie|x-api-key|api-key|x-auth-token)$|secret|token|password/i
 
@@ -50,14 +73,14 @@ export type CallResult =
   | { kind: 'error', reason: string, timedOut: boolean, address?: string }
 
 async function resolveChecked (host: string, allowPrivate: boolean): Promise<{ address: string, family: number } | { refused: string }> {
-  const literal = host.replace(/^\[|\]$/g, '')
-  const found = net.isIP(literal) !== 0
+  const literal = literalAddress(host)
+  const found = literal !== null
     ? [{ address: literal, family: net.isIP(literal) }]
-    : await dns.lookup(literal, { all: true, verbatim: true })
+    : await dns.lookup(host, { all: true, verbatim: true })
   if (found.length === 0) return { refused: `${host} has no address` }
   if (!allowPrivate) {
     const blocked = found.find(a => isBlockedAddress(a.address))
-    if (blocked) return { refused: `${host} resolves to ${blocked.address}, a loopback, private, link-local or metadata address (set WEBHOOK_ALLOW_PRIVATE_NETWORKS=true to allow)` }
+    if (blocked) return { refused: `${host} resolves to ${blocked.address}, ${BLOCKED_ADDRESS}` }
   }
   return found[0]
 }

@@ -74,7 +74,7 @@ async function syncSchedule (ctx: ServiceContext, tx: Tx, ruleId: string, ...con
 
 export async function createRule (ctx: ServiceContext, body: unknown): Promise<RuleDto> {
   const content = parse<RuleContent>(schema.CreateRuleBody, body)
-  checkRuleContent(content)
+  checkRuleContent(content, ctx.config.webhookAllowPrivateNetworks)
   return runWrite(ctx, { resource: 'automationRules', action: 'write', limit: 'automation_rule_count' }, async w => {
     await checkReferences(w.tx, ctx.tenantId, content)
     const row = await sql.insertRule(w.tx, ctx.tenantId, { slug: slugOf(content), token_hash: null, signing_secret: null })
@@ -109,7 +109,7 @@ export async function patchRule (ctx: ServiceContext, id: string, body: unknown)
     if (typeof content.trigger.type !== 'string') throw validationError('trigger.type', 'is required')
     if (typeof content.effect.type !== 'string') throw validationError('effect.type', 'is required')
     for (const k of ['description', 'match', 'condition'] as const) if (content[k] === null) delete content[k]
-    checkRuleContent(content)
+    checkRuleContent(content, ctx.config.webhookAllowPrivateNetworks)
     await checkReferences(w.tx, ctx.tenantId, content)
     let version = r.latest_version
     if (r.latest_status === 'draft') await sql.updateVersionContent(w.tx, ctx.tenantId, id, version, content)

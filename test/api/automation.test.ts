@@ -57,6 +57,37 @@ describe('/v1/automation', () => {
     })
   })
 
+  it('refuses a webhook URL naming a private, loopback or link-local address literally, on create and PATCH (400 effect.url)', async () => {
+    const before = (await owner.get('/v1/automation/rules')).body.pagination.total
+    const urls = ['http://127.0.0.1:9999/x', 'http://10.1.2.3/', 'http://169.254.169.254/latest/meta-data/', 'http://2130706433/', 'http://[::1]/',
+      'http://[::127.0.0.1]/', 'http://[::7f00:1]/', 'http://[::ffff:10.0.0.1]/', 'http://[64:ff9b::a9fe:a9fe]/', 'http://[2002:c0a8:101::1]/', 'https://[fe80::1]:8443/{{object.id}}']
+    for (const url of urls) {
+      const r = await owner.post('/v1/automation/rules', webhookRule('private', { effect: { type: 'webhook', url } }))
+      assert.equal(r.status, 400, `${url}: ${r.text}`)
+      assert.equal(r.body.error.code, 'VALIDATION_ERROR')
+      assert.equal(r.body.error.details.field, 'effect.url')
+      assert.match(r.body.error.details.reason, /WEBHOOK_ALLOW_PRIVATE_NETWORKS/)
+    }
+    assert.equal((await owner.get('/v1/automation/rules')).body.pagination.total, before, 'nothing written')
+    // A name is judged at delivery (its DNS answer can change); a public literal is fine.
+    const rule = await create(webhookRule('named', { effect: { type: 'webhook', url: 'http://localhost:9999/x' } }))
+    await create(webhookRule('public', { effect: { type: 'webhook', url: 'http://[64:ff9b::808:808]/x' } }))
+    const patched = await owner.patch(`/v1/automation/rules/${rule.id}`, { effect: { url: 'http://[::ffff:127.0.0.1]/x' } })
+    assert.equal(patched.status, 400, patched.text)
+    assert.equal(patched.body.error.details.field, 'effect.url')
+    assert.equal((await owner.get(`/v1/automation/rules/${rule.id}`)).body.effect.url, 'http://localhost:9999/x', 'unchanged')
+  })
+
+  it('takes private webhook addresses when WEBHOOK_ALLOW_PRIVATE_NETWORKS=true', async () => {
+    const open = await startServer({ WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' })
+    try {
+      const r = await open.as(newTenant('auto-private'), ['owner']).post('/v1/automation/rules', webhookRule('private', { effect: { type: 'webhook', url: 'http://127.0.0.1:9999/x' } }))
+      assert.equal(r.status, 201, r.text)
+    } finally {
+      await open.close()
+    }
+  })
+
   it('a cron with seconds is refused saying a schedule fires at most once a minute', async () => {
     const r = await owner.post('/v1/automation/rules', { name: 'x', trigger: { type: 'schedule', cron: '0 * * * * *' }, effect: { type: 'webhook', url: 'https://x.invalid' } })
     assert.equal(r.status, 400, r.text)

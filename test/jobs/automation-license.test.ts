@@ -21,7 +21,7 @@ describe('automation runs under a license', { timeout: 600_000 }, () => {
   before(async () => {
     issuer = newIssuer()
     database = await scratchDatabase()
-    const env = { DATABASE_URL: database.url, LICENSE_PUBLIC_KEY: issuer.publicKey, LICENSE_STORAGE_SECRET: SECRET }
+    const env = { DATABASE_URL: database.url, LICENSE_PUBLIC_KEY: issuer.publicKey, LICENSE_STORAGE_SECRET: SECRET, WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' }
     s = await startServer(env, { jobs: true })
     await startWorker(env)
   })

@@ -85,6 +85,16 @@ describe('outgoing webhook safety', () => {
     }
     for (const a of ['93.184.216.34', '2606:2800:220:1:248:1893:25c8:1946', '8.8.8.8']) assert.equal(isBlockedAddress(a), false, a)
   })
+  it('judges IPv6 forms that embed an IPv4 address by that address; IPv4-compatible ::/96 is always blocked', () => {
+    const blocked = [
+      '::127.0.0.1', '::7f00:1', '::a9fe:a9fe', '::8.8.8.8', '::', // IPv4-compatible (deprecated) and unspecified
+      '::ffff:7f00:1', '::ffff:10.0.0.1', '::ffff:a9fe:a9fe', // IPv4-mapped, dotted or hex
+      '64:ff9b::127.0.0.1', '64:ff9b::a00:1', '64:ff9b::a9fe:a9fe', '64:ff9b:1::808:808', // NAT64 (well-known and local-use prefixes)
+      '2002:7f00:1::', '2002:a00:1:1234::5', '2002:a9fe:a9fe::1', '2002:c0a8:101::' // 6to4
+    ]
+    for (const a of blocked) assert.equal(isBlockedAddress(a), true, a)
+    for (const a of ['::ffff:8.8.8.8', '::ffff:808:808', '64:ff9b::8.8.8.8', '64:ff9b::5db8:d822', '2002:808:808::1']) assert.equal(isBlockedAddress(a), false, a)
+  })
   it('backs off 1 s, 2 s, 4 s, 8 s', () => {
     assert.deepEqual([1, 2, 3, 4].map(backoffSeconds), [1, 2, 4, 8])
   })
