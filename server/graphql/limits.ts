@@ -1,6 +1,5 @@
-import depthLimit from 'graphql-depth-limit'
 import { getComplexity, simpleEstimator, type ComplexityEstimator } from 'graphql-query-complexity'
-import { GraphQLError, KnownFragmentNamesRule, NoFragmentCyclesRule, validate, type DocumentNode, type ValidationRule } from 'graphql'
+import { GraphQLError, Kind, type DocumentNode, type FragmentDefinitionNode, type SelectionSetNode, type ValidationRule } from 'graphql'
 import type { ApolloServerPlugin } from '@apollo/server'
 import { MAX_JSON_DEPTH, nestsTooDeep } from '../../lib/storable.js'
 
@@ -17,21 +16,44 @@ export const MAX_COST = 50_000
 /** The page size assumed when a list's limit is not given (every list defaults to 100). */
 const DEFAULT_LIMIT = 100
 
-const FRAGMENT_RULES = [KnownFragmentNamesRule, NoFragmentCyclesRule]
-
-/** graphql-depth-limit, with its refusal reworded to name the limit and carry details like the cost refusal. */
-export const depthRule: ValidationRule = context => {
-  // graphql-depth-limit walks fragment spreads as soon as it is built, before graphql's own rules
-  // visit: an unknown or cyclic fragment crashed or overflowed that walk (a 500). Those rules refuse them.
-  if (validate(context.getSchema(), context.getDocument(), FRAGMENT_RULES).length > 0) return {}
-  const reworded = Object.create(context, {
-    reportError: {
-      value: (e: GraphQLError) => context.reportError(new GraphQLError(`query depth exceeds the depth limit of ${MAX_DEPTH} nested selections: ask for fewer nested fields`, {
-        nodes: e.nodes, extensions: { code: 'BAD_REQUEST', details: { limit: 'depth', maximum: MAX_DEPTH } }
-      }))
+/**
+ * The most fields with a selection of their own on any path below `set` (introspection fields do
+ * not count). Each fragment is measured once: walking every spread anew is exponential in a chain
+ * of fragments that spread the next one twice. An unknown fragment, or one spread within itself,
+ * counts 0 here; graphql's own rules refuse that document (400).
+ */
+function depthOf (set: SelectionSetNode, fragments: Map<string, FragmentDefinitionNode>, memo: Map<string, number>): number {
+  let depth = 0
+  for (const s of set.selections) {
+    if (s.kind === Kind.FIELD) {
+      if (s.selectionSet !== undefined && !s.name.value.startsWith('__')) depth = Math.max(depth, 1 + depthOf(s.selectionSet, fragments, memo))
+    } else if (s.kind === Kind.INLINE_FRAGMENT) {
+      depth = Math.max(depth, depthOf(s.selectionSet, fragments, memo))
+    } else {
+      const name = s.name.value
+      const fragment = fragments.get(name)
+      if (!memo.has(name) && fragment !== undefined) {
+        memo.set(name, 0)
+        memo.set(name, depthOf(fragment.selectionSet, fragments, memo))
+      }
+      depth = Math.max(depth, memo.get(name) ?? 0)
     }
-  })
-  return depthLimit(MAX_DEPTH)(reworded)
+  }
+  return depth
+}
+
+/** Refuses an operation deeper than MAX_DEPTH, naming the limit with details like the cost refusal. */
+export const depthRule: ValidationRule = context => {
+  const definitions = context.getDocument().definitions
+  const fragments = new Map(definitions.filter(d => d.kind === Kind.FRAGMENT_DEFINITION).map(d => [d.name.value, d]))
+  const memo = new Map<string, number>()
+  for (const op of definitions) {
+    if (op.kind !== Kind.OPERATION_DEFINITION || depthOf(op.selectionSet, fragments, memo) <= MAX_DEPTH) continue
+    context.reportError(new GraphQLError(`query depth exceeds the depth limit of ${MAX_DEPTH} nested selections: ask for fewer nested fields`, {
+      nodes: op, extensions: { code: 'BAD_REQUEST', details: { limit: 'depth', maximum: MAX_DEPTH } }
+    }))
+  }
+  return {}
 }
 
 const limitEstimator: ComplexityEstimator = ({ args, childComplexity }) => {

@@ -438,6 +438,20 @@ describe('POST /v1/graphql: guard rails', () => {
     assert.match(unknown.errors?.[0].message ?? '', /Unknown fragment "Missing"/)
   })
 
+  it('measures each fragment once: 40 fragments that each spread the next twice are refused at once, not walked 2^40 times', async () => {
+    let doc = '{ objects(limit: 1) { ...F0 } }'
+    for (let i = 0; i < 40; i++) doc += ` fragment F${i} on SpatialObject { id ...F${i + 1} ...F${i + 1} }`
+    const r = await gql(session.owner, `${doc} fragment F40 on SpatialObject { id }`)
+    assert.equal(r.status, 400, r.res.text)
+    assert.equal(r.errors?.[0].extensions.code, 'BAD_REQUEST')
+    // Nested, the same fragments count their depth once per level.
+    let deep = '{ objects(limit: 1) { ...D0 } }'
+    for (let i = 0; i < 11; i++) deep += ` fragment D${i} on SpatialObject { id relatedObjects(limit: 1) { ...D${i + 1} ...D${i + 1} } }`
+    const d = await gql(session.owner, `${deep} fragment D11 on SpatialObject { id }`)
+    assert.equal(d.status, 400, d.res.text)
+    assert.deepEqual(d.errors?.[0].extensions.details, { limit: 'depth', maximum: 10 })
+  })
+
   it('costs the same document anew for other variables (the cost cache is keyed by them)', async () => {
     const q = 'query ($n: Int) { objects(limit: $n) { id relatedObjects(limit: $n) { id typeId } } }'
     await ok(session.owner, q, { n: 10 })
