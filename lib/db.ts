@@ -220,6 +220,9 @@ export function constraintOf (err: { constraint?: string, message?: string }): s
   return name?.replace(/_\d+$/, '')
 }
 
+/** SQLSTATE of a geometry ST_IsValidDetail refused in a write (objects_geometry, migration 202611280001). */
+export const INVALID_GEOMETRY = 'PW002'
+
 /**
  * The one place Postgres error codes become domain errors. Anything not listed stays as is and
  * becomes a 500 without leaking SQL.
@@ -240,8 +243,20 @@ export function translatePgError (err: unknown): unknown {
     // operator's pg_cancel_backend. Told by its code alone: the message is in the server's
     // lc_messages language.
     case '57014': return new AppError('NOT_READY', 'the database did not answer within the statement timeout; ask for less (a smaller area, a higher zoom, fewer items)', { reason: 'statement timeout' })
+    case INVALID_GEOMETRY: return invalidGeometry(e.detail)
     default: return err
   }
+}
+
+// DETAIL is JSON: {reason (ST_IsValidDetail's), location [x, y] or null, repair?: why a repair was refused}.
+function invalidGeometry (detail: string | undefined): AppError {
+  const d = JSON.parse(detail ?? '{}') as { reason?: string, location?: [number, number] | null, repair?: string }
+  const reason = d.reason ?? 'invalid geometry'
+  const at = d.location == null ? '' : ` at [${d.location.join(', ')}]`
+  const fix = d.repair === undefined ? 'fix it, or set geometry.makeValid on the object type to have it repaired' : `it cannot be repaired: ${d.repair}`
+  return new AppError('VALIDATION_ERROR', `geometry is not valid (${reason}${at}); ${fix}`, {
+    field: 'geometry', reason, location: d.location ?? null, ...(d.repair === undefined ? {} : { repair: d.repair })
+  })
 }
 
 /** The field a unique index holds, so a 409 names what clashed. */

@@ -93,14 +93,17 @@ export function validateGeometry (g: unknown, path = '', depth = 0): GeoFault | 
  * so callers that store refuse elevations with this fault instead of failing in the database.
  */
 export function findElevation (g: Geometry, path = ''): GeoFault | null {
-  if (g.type === 'GeometryCollection') {
-    for (const [i, x] of (g.geometries ?? []).entries()) {
-      const f = findElevation(x, `${path}.geometries[${i}]`)
-      if (f) return f
-    }
-    return null
+  return inCoordinates(g, path, x => elevationIn(x.coordinates, `${x.path}.coordinates`))
+}
+
+/** The first fault `check` finds in `g`, or in a member of it when it is a GeometryCollection. */
+function inCoordinates (g: Geometry, path: string, check: (x: { type: GeometryType, coordinates: unknown, path: string }) => GeoFault | null): GeoFault | null {
+  if (g.type !== 'GeometryCollection') return check({ type: g.type, coordinates: g.coordinates, path })
+  for (const [i, x] of (g.geometries ?? []).entries()) {
+    const f = inCoordinates(x, `${path}.geometries[${i}]`, check)
+    if (f) return f
   }
-  return elevationIn(g.coordinates, `${path}.coordinates`)
+  return null
 }
 
 function elevationIn (c: unknown, path: string): GeoFault | null {
@@ -113,4 +116,49 @@ function elevationIn (c: unknown, path: string): GeoFault | null {
     if (f) return f
   }
   return null
+}
+
+/**
+ * The first edge whose ends are opposite points of the globe (pole to pole, or 180 degrees apart
+ * on the equator), in a geometry validateGeometry accepted. Such an edge has no single great
+ * circle, so PostGIS refuses it as a geography ("Antipodal edge"), which the objects' sphere index
+ * (geom::geography) and dwithin need; the test is PostGIS's own (lwgeodetic edge_calculate_gbox).
+ * The whole world as one ring of four corners has two: its sides along the antimeridian.
+ */
+export function findAntipodalEdge (g: Geometry, path = ''): GeoFault | null {
+  // The positions of a MultiPoint are not joined by edges.
+  return inCoordinates(g, path, x => x.type === 'Point' || x.type === 'MultiPoint' ? null : antipodalIn(x.coordinates, `${x.path}.coordinates`))
+}
+
+function antipodalIn (c: unknown, path: string): GeoFault | null {
+  if (!Array.isArray(c) || c.length === 0) return null
+  if (Array.isArray(c[0]) && typeof c[0][0] === 'number') {
+    const ps = c as number[][]
+    for (let i = 1; i < ps.length; i++) {
+      if (antipodal(ps[i - 1], ps[i])) {
+        return { path: `${path}[${i}]`, reason: `the edge from [${ps[i - 1].join(', ')}] to [${ps[i].join(', ')}] joins opposite points of the globe, which no single edge can; add a position between them` }
+      }
+    }
+    return null
+  }
+  for (const [i, x] of c.entries()) {
+    const f = antipodalIn(x, `${path}[${i}]`)
+    if (f) return f
+  }
+  return null
+}
+
+// PostGIS's tolerance for points on the unit sphere (liblwgeom FP_TOLERANCE).
+const SPHERE_TOLERANCE = 1e-12
+
+function antipodal (a: number[], b: number[]): boolean {
+  const p = unitVector(a)
+  const q = unitVector(b)
+  return p.every((v, i) => Math.abs(v + q[i]) <= SPHERE_TOLERANCE)
+}
+
+function unitVector ([lon, lat]: number[]): [number, number, number] {
+  const λ = lon * Math.PI / 180
+  const φ = lat * Math.PI / 180
+  return [Math.cos(φ) * Math.cos(λ), Math.cos(φ) * Math.sin(λ), Math.sin(φ)]
 }

@@ -3,7 +3,7 @@ import addFormatsModule from 'ajv-formats'
 import { RE2JS } from 're2js'
 import { ajvErrors } from '../validation.js'
 import { checkLogic, evaluateLogic, truthy } from '../jsonlogic.js'
-import { findElevation, validateGeometry, type Geometry } from '../geo/index.js'
+import { findAntipodalEdge, findElevation, validateGeometry, type Geometry } from '../geo/index.js'
 import { validationError } from '../errors.js'
 import { unstorableValue } from '../storable.js'
 
@@ -39,7 +39,8 @@ export interface TypeDefinition {
   name: string
   description: string | null
   attributeSchema: Record<string, unknown> | null
-  geometry: { required: boolean, types: string[] }
+  /** makeValid: absent in definitions saved before it existed (false). */
+  geometry: { required: boolean, types: string[], makeValid?: boolean }
   validationRules: Array<{ name: string, rule: unknown, message: string }>
   workflowId: string | null
   publicIdTemplate: string | null
@@ -147,7 +148,7 @@ export function validateCandidate (def: TypeDefinition, candidate: Candidate, ca
   if (candidate.geometry === null) {
     if (def.geometry.required) faults.push({ field: 'geometry', reason: 'is required by the object type' })
   } else {
-    const g = validateGeometry(candidate.geometry, 'geometry') ?? findElevation(candidate.geometry, 'geometry')
+    const g = validateGeometry(candidate.geometry, 'geometry') ?? findElevation(candidate.geometry, 'geometry') ?? findAntipodalEdge(candidate.geometry, 'geometry')
     if (g) faults.push({ field: g.path, reason: g.reason })
     else if (def.geometry.types.length > 0 && !def.geometry.types.includes(candidate.geometry.type)) {
       faults.push({ field: 'geometry.type', reason: `must be one of ${def.geometry.types.join(', ')}` })

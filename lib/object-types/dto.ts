@@ -8,7 +8,7 @@ export function toObjectTypeDto (t: TypeWithLatest) {
     name: d.name,
     description: d.description,
     attributeSchema: d.attributeSchema,
-    geometry: d.geometry,
+    geometry: { ...d.geometry, makeValid: d.geometry.makeValid ?? false },
     validationRules: d.validationRules,
     workflowId: d.workflowId,
     publicIdTemplate: d.publicIdTemplate,

@@ -8,7 +8,8 @@ const GeometryRules = {
   additionalProperties: false,
   properties: {
     required: { type: 'boolean', default: false },
-    types: { type: 'array', items: { type: 'string', enum: [...GEOMETRY_TYPES] }, uniqueItems: true, description: 'Allowed GeoJSON types; empty or absent allows all' }
+    types: { type: 'array', items: { type: 'string', enum: [...GEOMETRY_TYPES] }, uniqueItems: true, description: 'Allowed GeoJSON types; empty or absent allows all' },
+    makeValid: { type: 'boolean', default: false, description: 'Repair a geometry PostGIS finds invalid (ST_MakeValid) instead of refusing it with 400; the history shows the repair' }
   }
 } as const
 
@@ -64,7 +65,7 @@ export const ValidateResult = {
   properties: {
     valid: { type: 'boolean' },
     version: { type: 'integer' },
-    errors: { type: 'array', items: { type: 'object', properties: { field: { type: 'string' }, reason: { type: 'string' } } } }
+    errors: { type: 'array', items: { type: 'object', properties: { field: { type: 'string' }, reason: { type: 'string' }, location: { type: 'array', items: { type: 'number' }, nullable: true, description: 'Where PostGIS found the geometry invalid, [x, y]' } } } }
   }
 } as const
 

@@ -18,7 +18,7 @@ type DefinitionInput = Partial<{
   name: string
   description: string | null
   attributeSchema: Record<string, unknown> | null
-  geometry: { required?: boolean, types?: string[] }
+  geometry: { required?: boolean, types?: string[], makeValid?: boolean }
   validationRules: TypeDefinition['validationRules']
   workflowId: string | null
   publicIdTemplate: string | null
@@ -31,7 +31,8 @@ function mergeDefinition (base: TypeDefinition | null, input: DefinitionInput): 
     attributeSchema: input.attributeSchema !== undefined ? input.attributeSchema : base?.attributeSchema ?? null,
     geometry: {
       required: input.geometry?.required ?? base?.geometry.required ?? false,
-      types: input.geometry?.types ?? base?.geometry.types ?? []
+      types: input.geometry?.types ?? base?.geometry.types ?? [],
+      makeValid: input.geometry?.makeValid ?? base?.geometry.makeValid ?? false
     },
     validationRules: input.validationRules ?? base?.validationRules ?? [],
     workflowId: input.workflowId !== undefined ? input.workflowId : base?.workflowId ?? null,
@@ -159,6 +160,9 @@ export async function validateAgainstType (ctx: ServiceContext, id: string, body
     geometry: input.geometry ?? null,
     workflowState: null
   }, v.status === 'published' ? `${id}:${version}` : null)
+  // PostGIS's validity check, as the write makes it, once the structural checks of the geometry pass.
+  const refusal = input.geometry != null && !errors.some(e => e.field.startsWith('geometry')) ? await sql.geometryRefusal(ctx.db, input.geometry, v.definition.geometry) : null
+  if (refusal !== null) errors.push(refusal.details as unknown as Fault)
   return { valid: errors.length === 0, version, errors }
 }
 

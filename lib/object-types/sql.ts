@@ -1,4 +1,5 @@
-import { prepared, type Bindings, type Queryable, type Tx } from '../db.js'
+import { INVALID_GEOMETRY, prepared, translatePgError, type Bindings, type Queryable, type Tx } from '../db.js'
+import type { AppError } from '../errors.js'
 import type { TypeDefinition } from './definition.js'
 import * as versioning from '../versioning/index.js'
 
@@ -96,4 +97,18 @@ export async function findPublished (db: Queryable, tenantId: string, typeId: st
 export async function findTypes (db: Queryable, tenantId: string, ids: string[]): Promise<TypeWithLatest[]> {
   const r = await db.raw(`${LATEST} WHERE t.id = ANY(?::uuid[]) AND t.tenant_id = ? AND t.deleted_at IS NULL`, [ids, tenantId])
   return r.rows.map(revive)
+}
+
+/**
+ * What an object write would say of this geometry under these settings: the 400 objects_geometry
+ * (migration 202611280001, the write's own check) raises, or null when it would be stored.
+ */
+export async function geometryRefusal (db: Queryable, geometry: unknown, rules: TypeDefinition['geometry']): Promise<AppError | null> {
+  try {
+    await db.raw('SELECT 1 FROM objects_geometry(?::jsonb, ?, ?::text[], NULL)', [JSON.stringify(geometry), rules.makeValid === true, rules.types])
+    return null
+  } catch (err) {
+    if ((err as { code?: string }).code !== INVALID_GEOMETRY) throw err
+    return translatePgError(err) as AppError
+  }
 }

@@ -26,6 +26,7 @@ export function toHistoryItem (r: VersionRow) {
     txFrom: r.tx_from.toISOString(),
     txTo: r.tx_to?.toISOString() ?? null,
     actor: r.actor,
-    object: toObjectDto(r)
+    object: toObjectDto(r),
+    geometryRepair: r.geometry_repair
   }
 }

@@ -93,7 +93,7 @@ export const HistoryQuery = { type: 'object', additionalProperties: false, prope
 
 export const HistoryItem = {
   type: 'object',
-  required: ['version', 'operation', 'validFrom', 'validTo', 'txFrom', 'txTo', 'actor', 'object'],
+  required: ['version', 'operation', 'validFrom', 'validTo', 'txFrom', 'txTo', 'actor', 'object', 'geometryRepair'],
   properties: {
     version: { type: 'integer' },
     operation: { type: 'string', enum: ['created', 'updated', 'deleted', 'transitioned'] },
@@ -102,7 +102,13 @@ export const HistoryItem = {
     txFrom: Timestamp,
     txTo: { ...Timestamp, nullable: true },
     actor: { type: 'object', nullable: true, properties: { sub: { type: 'string' }, roles: { type: 'array', items: { type: 'string' } } } },
-    object: ObjectBody
+    object: ObjectBody,
+    geometryRepair: {
+      type: 'object',
+      nullable: true,
+      description: "Set when this version's write repaired the geometry sent (the object type's geometry.makeValid): what PostGIS found invalid",
+      properties: { reason: { type: 'string', example: 'Self-intersection' }, location: { type: 'array', items: { type: 'number' }, nullable: true, example: [0.5, 0.5] } }
+    }
   }
 } as const
 

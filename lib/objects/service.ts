@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import type { ServiceContext } from '../context.js'
 import type { Queryable, Tx } from '../db.js'
-import { constraintOf, isUuid } from '../db.js'
+import { constraintOf, INVALID_GEOMETRY, isUuid, translatePgError } from '../db.js'
 import { AppError, notFound, validationError } from '../errors.js'
 import { parse } from '../validation.js'
 import { assertStorable } from '../storable.js'
@@ -133,7 +133,10 @@ async function createMany (ctx: ServiceContext, inputs: CreateInput[], fresh: bo
   const spec = { resource: 'objects' as const, action: 'write' as const, limit: 'object_count', units: inputs.length }
   const statement = (items: sql.NewObjectChange[]): FoldedStatement => ({
     ...sql.insertObjectsStatement(ctx.tenantId, actorOf(ctx), items),
-    onError: err => err.code === '23505' && constraintOf(err) === 'objects_tenant_public_id' ? publicIdTaken(items, listField, err.detail ?? '') : err
+    onError: err => {
+      if (err.code === '23505' && constraintOf(err) === 'objects_tenant_public_id') return publicIdTaken(items, listField, err.detail ?? '')
+      return listField === '' || err.code !== INVALID_GEOMETRY ? err : invalidItemGeometry(err, listField)
+    }
   })
   const rows = await runStatementWrite<ObjectDto>(ctx, spec,
     async () => {
@@ -183,7 +186,7 @@ async function prepareCreate (ctx: ServiceContext, db: Queryable, seqTx: Tx | nu
   }
   assertValid(pub, input.typeId, { typeId: input.typeId, attributes, geometry, workflowState })
   const publicId = await makePublicId({ id, typeKey: pub.key, template: def.publicIdTemplate, attributes }, () => sql.nextPublicIdSeq(seqTx!, ctx.tenantId, input.typeId))
-  const object = { id, typeId: input.typeId, typeVersion: pub.version, publicId, attributes, geometry, workflowState, validFrom: input.validFrom ?? null }
+  const object = { id, typeId: input.typeId, typeVersion: pub.version, publicId, attributes, geometry, workflowState, validFrom: input.validFrom ?? null, geometryRules: def.geometry }
   return { object, ...changeRecord('created', { id, typeId: input.typeId, publicId, version: 1 }, {}) }
 }
 
@@ -193,12 +196,23 @@ async function withItemPath<T> (at: { field: string, index: number } | null, fn:
     return await fn()
   } catch (err) {
     if (at === null || !(err instanceof AppError) || err.code !== 'VALIDATION_ERROR') throw err
-    const d = err.details as { field?: string, errors?: Array<{ field: string }> }
-    const prefix = (f: string | undefined) => f === undefined || f === '' ? at.field : `${at.field}.${f}`
-    throw new AppError('VALIDATION_ERROR', `${prefix(d.field)}: ${err.message}`, {
-      ...d, field: prefix(d.field), index: at.index, ...(d.errors ? { errors: d.errors.map(e => ({ ...e, field: prefix(e.field) })) } : {})
-    })
+    throw atItem(err, at)
   }
+}
+
+function atItem (err: AppError, at: { field: string, index: number }): AppError {
+  const d = err.details as { field?: string, errors?: Array<{ field: string }> }
+  const prefix = (f: string | undefined) => f === undefined || f === '' ? at.field : `${at.field}.${f}`
+  return new AppError('VALIDATION_ERROR', `${prefix(d.field)}: ${err.message}`, {
+    ...d, field: prefix(d.field), index: at.index, ...(d.errors ? { errors: d.errors.map(e => ({ ...e, field: prefix(e.field) })) } : {})
+  })
+}
+
+/** A batch item's geometry PostGIS found invalid (objects_geometry names the item as `n`): the 400 names the item. */
+function invalidItemGeometry (err: { detail?: string }, listField: string): AppError {
+  const e = translatePgError(err) as AppError
+  const n = Number((JSON.parse(err.detail ?? '{}') as { n?: number }).n)
+  return atItem(e, { field: `${listField}[${n}]`, index: n })
 }
 
 /** 409 naming the publicId (and, in a batch, the item) that is already taken. */
@@ -259,7 +273,7 @@ export async function patchObject (ctx: ServiceContext, id: string, body: unknow
     assertValid(pub, current.type_id, { typeId: current.type_id, attributes, geometry, workflowState: current.workflow_state })
     const row = await sql.writeVersion(w.tx, current, {
       operation: 'updated', attributes, geometry: input.geometry, workflowState: current.workflow_state,
-      validFrom: input.validFrom ?? null, actor: actorOf(ctx)
+      validFrom: input.validFrom ?? null, actor: actorOf(ctx), geometryRules: pub.definition.geometry
     })
     recordObjectChange(w, 'updated', row, { fields: Object.keys(input) }, current)
     return toObjectDto(row)

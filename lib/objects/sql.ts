@@ -34,7 +34,7 @@ const NOW = `now AS MATERIALIZED (SELECT date_trunc('milliseconds', statement_ti
 const VALID_FROM = "date_trunc('milliseconds', ?::timestamptz)"
 
 const VERSION_INSERT = `INSERT INTO object_versions (object_id, version, tenant_id, type_id, public_id, operation, attributes,
-  geom, workflow_state, created_at, updated_at, valid_from, tx_from, actor)`
+  geom, workflow_state, created_at, updated_at, valid_from, tx_from, actor, geometry_repair)`
 
 export interface NewObject {
   id: string
@@ -45,7 +45,12 @@ export interface NewObject {
   geometry: Geometry | null
   workflowState: string | null
   validFrom: string | null
+  /** The type's geometry settings: whether an invalid geometry is repaired, and what it may become. */
+  geometryRules: GeometryRules
 }
+
+/** What a write does with a geometry PostGIS finds invalid: refuse it, or repair it into one of `types` (empty: any). */
+export interface GeometryRules { makeValid?: boolean, types: string[] }
 
 // An object as the API shows it (dto.ts toObjectDto), built by PostgreSQL: timestamps as ISO text
 // in UTC with milliseconds, as Date.toISOString gives them. List items add objectId.
@@ -69,23 +74,27 @@ export interface NewObjectChange { object: NewObject, audit: unknown, counts: un
  * whose condition failed are not written and do not come back, and then neither are the others (all
  * or nothing: the statement may run alone in autocommit; the lock: object_types_lock_live,
  * migration 202611240201, which says why it is a function). All objects are of one tenant and
- * created by one actor; `n` orders them (audit arrival and outbox position follow it).
+ * created by one actor; `n` orders them (audit arrival and outbox position follow it). Each
+ * geometry passes objects_geometry (migration 202611280001) in `inp`: PostGIS's validity check,
+ * the type's repair, or PW002 failing the whole statement.
  */
 export function insertObjectsStatement (tenantId: string, actor: object, items: NewObjectChange[]): FoldedStatement {
   const input = items.map(({ object: o, audit, counts }, n) => ({
     n, id: o.id, type_id: o.typeId, type_version: o.typeVersion, public_id: o.publicId, attributes: o.attributes, geometry: o.geometry,
-    workflow_state: o.workflowState, valid_from: o.validFrom, audit, counts
+    workflow_state: o.workflowState, valid_from: o.validFrom, audit, counts,
+    ...(o.geometryRules.makeValid === true ? { make_valid: true, allowed: o.geometryRules.types } : {})
   }))
   return {
     name: 'objects.insert',
     ctes: [NOW, `inp AS MATERIALIZED (
-      SELECT * FROM jsonb_to_recordset(?::jsonb) AS x(n int, id uuid, type_id uuid, type_version int, public_id text, attributes jsonb,
-        geometry jsonb, workflow_state text, valid_from timestamptz, audit jsonb, counts jsonb)
+      SELECT x.*, g.geom, g.repair FROM jsonb_to_recordset(?::jsonb) AS x(n int, id uuid, type_id uuid, type_version int, public_id text, attributes jsonb,
+        geometry jsonb, workflow_state text, valid_from timestamptz, audit jsonb, counts jsonb, make_valid boolean, allowed text[])
+      CROSS JOIN LATERAL objects_geometry(x.geometry, x.make_valid, x.allowed, x.n) g
     )`, `t AS (
       SELECT * FROM object_types_lock_live(?, ARRAY(SELECT DISTINCT type_id FROM inp))
     )`, `o AS (
       INSERT INTO objects (id, tenant_id, type_id, type_version, public_id, attributes, geom, workflow_state, version, valid_from, created_at, updated_at)
-      SELECT inp.id, ?, inp.type_id, inp.type_version, inp.public_id, inp.attributes, ST_SetSRID(ST_GeomFromGeoJSON(inp.geometry::text), 4326),
+      SELECT inp.id, ?, inp.type_id, inp.type_version, inp.public_id, inp.attributes, inp.geom,
         inp.workflow_state, 1, coalesce(date_trunc('milliseconds', inp.valid_from), now.t), now.t, now.t
       FROM inp JOIN t ON t.id = inp.type_id AND t.published_version = inp.type_version, now
       WHERE NOT EXISTS (SELECT 1 FROM inp i LEFT JOIN t c ON c.id = i.type_id AND c.published_version = i.type_version WHERE c.id IS NULL)
@@ -93,7 +102,8 @@ export function insertObjectsStatement (tenantId: string, actor: object, items: 
       RETURNING *
     )`, `v AS (
       ${VERSION_INSERT}
-      SELECT id, 1, tenant_id, type_id, public_id, 'created', attributes, geom, workflow_state, created_at, updated_at, valid_from, created_at, ?::jsonb FROM o
+      SELECT o.id, 1, o.tenant_id, o.type_id, o.public_id, 'created', o.attributes, o.geom, o.workflow_state, o.created_at, o.updated_at, o.valid_from, o.created_at, ?::jsonb, inp.repair
+      FROM o JOIN inp ON inp.id = o.id
     )`],
     select: `SELECT inp.n, j.body AS result, jsonb_build_object('audit', inp.audit, 'counts', inp.counts,
       'event', jsonb_build_object('type', 'object.created', 'aggregateType', 'object', 'aggregateId', o.id, 'payload', jsonb_build_object('object', j.body::jsonb))) AS change
@@ -131,6 +141,8 @@ export interface VersionChange {
   /** null: now, or the current validFrom if that lies in the future. */
   validFrom: string | null
   actor: object
+  /** The type's geometry settings, for a new geometry (absent: an invalid one is refused). */
+  geometryRules?: GeometryRules
 }
 
 /**
@@ -142,24 +154,26 @@ export async function writeVersion (tx: Tx, current: ObjectRow, c: VersionChange
   const r = await prepared(tx, 'objects.write-version', `
     WITH ${NOW},
     vf AS MATERIALIZED (SELECT coalesce(${VALID_FROM}, greatest(now.t, ?::timestamptz)) AS t FROM now),
+    g AS MATERIALIZED (SELECT * FROM objects_geometry(?::jsonb, ?, ?::text[], NULL)),
     closed AS (
       UPDATE object_versions SET tx_to = now.t, valid_to = vf.t FROM now, vf
       WHERE tenant_id = ? AND object_id = ? AND version = ?
     ),
     o AS (
       UPDATE objects SET attributes = ?::jsonb,
-        geom = CASE WHEN ? THEN geom ELSE ST_SetSRID(ST_GeomFromGeoJSON(?::text), 4326) END,
+        geom = CASE WHEN ? THEN objects.geom ELSE g.geom END,
         workflow_state = ?, version = version + 1, valid_from = vf.t, updated_at = now.t
-      FROM now, vf WHERE tenant_id = ? AND id = ?
+      FROM now, vf, g WHERE tenant_id = ? AND id = ?
       RETURNING objects.*
     ),
     v AS (
       ${VERSION_INSERT}
-      SELECT id, version, tenant_id, type_id, public_id, ?, attributes, geom, workflow_state, created_at, updated_at, valid_from, updated_at, ?::jsonb FROM o
+      SELECT o.id, o.version, o.tenant_id, o.type_id, o.public_id, ?, o.attributes, o.geom, o.workflow_state, o.created_at, o.updated_at, o.valid_from, o.updated_at, ?::jsonb, g.repair FROM o, g
     )
     SELECT ${COLS} FROM o`,
-  [c.validFrom, current.valid_from, current.tenant_id, current.id, current.version, JSON.stringify(c.attributes), keepGeom,
-    c.geometry == null ? null : JSON.stringify(c.geometry), c.workflowState, current.tenant_id, current.id, c.operation, JSON.stringify(c.actor)])
+  [c.validFrom, current.valid_from, c.geometry == null ? null : JSON.stringify(c.geometry), c.geometryRules?.makeValid === true, c.geometryRules?.types ?? [],
+    current.tenant_id, current.id, current.version, JSON.stringify(c.attributes), keepGeom,
+    c.workflowState, current.tenant_id, current.id, c.operation, JSON.stringify(c.actor)])
   return r.rows[0]
 }
 
@@ -176,7 +190,7 @@ export async function deleteObject (tx: Tx, current: ObjectRow, actor: object): 
     ),
     v AS (
       ${VERSION_INSERT}
-      SELECT o.id, o.version, o.tenant_id, o.type_id, o.public_id, 'deleted', o.attributes, o.geom, o.workflow_state, o.created_at, o.updated_at, vf.t, o.updated_at, ?::jsonb FROM o, vf
+      SELECT o.id, o.version, o.tenant_id, o.type_id, o.public_id, 'deleted', o.attributes, o.geom, o.workflow_state, o.created_at, o.updated_at, vf.t, o.updated_at, ?::jsonb, NULL FROM o, vf
     )
     SELECT ${COLS} FROM o`,
   [current.valid_from, current.tenant_id, current.id, current.version, current.tenant_id, current.id, JSON.stringify(actor)])
@@ -344,12 +358,13 @@ export interface VersionRow extends ObjectRow {
   tx_from: Date
   tx_to: Date | null
   actor: { sub: string, roles: string[] } | null
+  geometry_repair: { reason: string, location: [number, number] | null } | null
 }
 
 export async function listVersions (db: Queryable, tenantId: string, id: string, limit: number, offset: number): Promise<{ rows: VersionRow[], total: number }> {
   const [rows, count] = await Promise.all([
     db.raw(`SELECT object_id AS id, tenant_id, type_id, public_id, attributes, ST_AsGeoJSON(geom)::json AS geometry, workflow_state,
-        version, valid_from, created_at, updated_at, operation, valid_to, tx_from, tx_to, actor
+        version, valid_from, created_at, updated_at, operation, valid_to, tx_from, tx_to, actor, geometry_repair
       FROM object_versions WHERE tenant_id = ? AND object_id = ? ORDER BY version LIMIT ? OFFSET ?`, [tenantId, id, limit, offset]),
     db.raw('SELECT count(*)::int AS n FROM object_versions WHERE tenant_id = ? AND object_id = ?', [tenantId, id])
   ])

@@ -2,7 +2,7 @@ import { validationError } from '../errors.js'
 import { isUuid } from '../db.js'
 import { ajv } from '../validation.js'
 import { Timestamp } from '../schemas.js'
-import { validateGeometry, type Geometry } from '../geo/index.js'
+import { findAntipodalEdge, validateGeometry, type Geometry } from '../geo/index.js'
 import { LIMITS, requireText, resolveField } from './fields.js'
 import type { ColumnField, CompareOp, FilterNode, Scalar, ValueField } from './types.js'
 
@@ -124,7 +124,7 @@ function valueList (field: ValueField, v: unknown, at: string): Scalar[] {
 function parseSpatial (raw: Record<string, unknown>, operator: string, at: string): FilterNode {
   const vAt = `${at}.value`
   if (operator === 'bbox') return { kind: 'bbox', bounds: bbox(raw.value, vAt) }
-  if (operator === 'dwithin') return { kind: 'dwithin', geometry: geometry(raw.value, vAt), meters: distance(raw.distanceMeters, `${at}.distanceMeters`) }
+  if (operator === 'dwithin') return { kind: 'dwithin', geometry: onSphere(geometry(raw.value, vAt), vAt), meters: distance(raw.distanceMeters, `${at}.distanceMeters`) }
   if (!(SPATIAL_OPS as readonly string[]).includes(operator)) throw validationError(`${at}.operator`, `geometry takes within, contains, intersects, dwithin, bbox, exists, notExists, isNull or isNotNull, not ${operator}`)
   return { kind: 'spatial', op: operator as typeof SPATIAL_OPS[number], geometry: geometry(raw.value, vAt) }
 }
@@ -147,6 +147,13 @@ function geometry (v: unknown, at: string): Geometry {
   if (fault) throw validationError(fault.path, fault.reason)
   const g = v as Geometry
   if (geometryPositions(g) > LIMITS.geometryPositions) throw validationError(at, `a filter geometry holds at most ${LIMITS.geometryPositions} positions`)
+  return g
+}
+
+/** dwithin measures on the sphere (geography), which has no edge between opposite points. */
+function onSphere (g: Geometry, at: string): Geometry {
+  const fault = findAntipodalEdge(g, at)
+  if (fault) throw validationError(fault.path, fault.reason)
   return g
 }
 

@@ -12,6 +12,8 @@ export const objectTypesModule: GraphqlModule = {
       required: Boolean!
       "GeoJSON type names, e.g. Point; empty = any"
       types: [String!]!
+      "Repair a geometry PostGIS finds invalid (ST_MakeValid) instead of refusing it"
+      makeValid: Boolean!
     }
 
     "A JsonLogic rule over {typeId, attributes, geometry, workflowState}; message when it does not hold"
@@ -62,6 +64,7 @@ export const objectTypesModule: GraphqlModule = {
     input GeometryRulesInput {
       required: Boolean
       types: [String!]
+      makeValid: Boolean
     }
 
     input ValidationRuleInput {

@@ -56,6 +56,8 @@ export const objectsModule: GraphqlModule = {
       txTo: DateTime
       actor: Actor
       object: SpatialObject!
+      "Set when this version's write repaired the geometry sent (the object type's geometry.makeValid): what PostGIS found, {reason, location}"
+      geometryRepair: JSON
     }
 
     type ObjectVersionPage {

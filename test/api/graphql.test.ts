@@ -63,7 +63,7 @@ describe('POST /v1/graphql: objects', () => {
     await ok(session.owner, `mutation ($id: ID!) { updateObject(id: $id, version: 1, input: { attributes: { height: 9 } }) { id } }`, { id: o.id })
     const history = await session.owner.get(`/v1/objects/${o.id}/history`)
     const d = await ok(session.owner, `query ($id: ID!, $at: DateTime) {
-      objectHistory(id: $id) { items { version operation validFrom validTo txFrom txTo actor { sub roles } object { ${OBJECT_FIELDS} } } pagination { total } }
+      objectHistory(id: $id) { items { version operation validFrom validTo txFrom txTo actor { sub roles } object { ${OBJECT_FIELDS} } geometryRepair } pagination { total } }
       object(id: $id, asOf: $at) { version attributes }
     }`, { id: o.id, at: history.body.items[0].txFrom })
     assert.deepEqual(d.objectHistory.items, history.body.items)
@@ -130,7 +130,7 @@ describe('POST /v1/graphql: objects', () => {
 
 describe('POST /v1/graphql: object types, workflows and rules', () => {
   const session = useOwnerSession()
-  const TYPE_FIELDS = 'id key name description attributeSchema geometry { required types } validationRules { name rule message } workflowId publicIdTemplate version status publishedVersion createdAt updatedAt'
+  const TYPE_FIELDS = 'id key name description attributeSchema geometry { required types makeValid } validationRules { name rule message } workflowId publicIdTemplate version status publishedVersion createdAt updatedAt'
 
   it('creates, publishes, lists and validates object types like REST', async () => {
     const created = await ok(session.owner, `mutation { createObjectType(input: { key: "gq_pole", name: "Pole", attributeSchema: { type: "object", properties: { h: { type: "number" } } }, geometry: { required: false, types: ["Point"] } }) { ${TYPE_FIELDS} } }`)

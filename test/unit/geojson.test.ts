@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { validateGeometry, findElevation } from '../../lib/geo/index.js'
+import { validateGeometry, findElevation, findAntipodalEdge } from '../../lib/geo/index.js'
 
 // One fixture per edge case (RFC 7946 section 3.1; WGS84 ranges). Each invalid fixture names the
 // path the fault must point at, so a message can tell the client what to fix.
@@ -97,5 +97,23 @@ describe('findElevation', () => {
     const f = findElevation({ type: 'GeometryCollection', geometries: [{ type: 'LineString', coordinates: [[0, 0], [1, 1, 30]] }] }, 'geometry')
     assert.equal(f?.path, 'geometry.geometries[0].coordinates[1]')
     assert.match(f?.reason ?? '', /elevation/)
+  })
+})
+
+describe('findAntipodalEdge', () => {
+  const ring = (...ps: number[][]) => ({ type: 'Polygon' as const, coordinates: [ps] })
+  it('finds the edge PostGIS refuses on the sphere: pole to pole, or 180 degrees apart on the equator', () => {
+    const world = ring([-180, -90], [180, -90], [180, 90], [-180, 90], [-180, -90])
+    assert.equal(findAntipodalEdge(world, 'geometry')?.path, 'geometry.coordinates[0][2]')
+    assert.match(findAntipodalEdge(world, 'geometry')?.reason ?? '', /opposite points of the globe.*add a position between them/)
+    assert.equal(findAntipodalEdge({ type: 'LineString', coordinates: [[0, 0], [180, 0]] }, 'g')?.path, 'g.coordinates[1]')
+    assert.equal(findAntipodalEdge({ type: 'LineString', coordinates: [[10, 20], [-170, -20]] }, 'g')?.path, 'g.coordinates[1]')
+    assert.equal(findAntipodalEdge({ type: 'GeometryCollection', geometries: [{ type: 'MultiLineString', coordinates: [[[0, 1], [1, 1]], [[5, 90], [0, -90]]] }] }, 'g')?.path, 'g.geometries[0].coordinates[1][1]')
+  })
+  it('lets nearly opposite points, one point named twice (both -180 and 180 at a pole) and points alone through', () => {
+    assert.equal(findAntipodalEdge({ type: 'LineString', coordinates: [[10, 20], [-170.000001, -20]] }, 'g'), null)
+    assert.equal(findAntipodalEdge(ring([-180, 80], [180, 80], [180, 90], [-180, 90], [-180, 80]), 'g'), null)
+    assert.equal(findAntipodalEdge({ type: 'MultiPoint', coordinates: [[0, 90], [0, -90]] }, 'g'), null)
+    for (const [, g] of valid) assert.equal(findAntipodalEdge(g as never, 'geometry'), null)
   })
 })

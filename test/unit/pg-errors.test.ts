@@ -17,6 +17,14 @@ describe('translatePgError', () => {
     }
   })
 
+  it('makes a geometry objects_geometry refused (PW002) a 400 on geometry with its reason and location', () => {
+    const e = translatePgError(Object.assign(new Error('invalid geometry: Self-intersection'), { code: 'PW002', detail: '{"n": 0, "reason": "Self-intersection", "location": [0.5, 0.5]}' }))
+    assert.ok(e instanceof AppError)
+    assert.equal(e.code, 'VALIDATION_ERROR')
+    assert.deepEqual(e.details, { field: 'geometry', reason: 'Self-intersection', location: [0.5, 0.5] })
+    assert.match(e.message, /Self-intersection at \[0\.5, 0\.5\]\); fix it, or set geometry\.makeValid/)
+  })
+
   it('leaves an error it does not know as it is', () => {
     const err = Object.assign(new Error('x'), { code: '57P01' })
     assert.equal(translatePgError(err), err)
