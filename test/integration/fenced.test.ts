@@ -10,7 +10,7 @@ import { createDb, prepared, withTransaction, type Db } from '../../lib/db.js'
 import * as knexInternals from '../../lib/fenced/knex.js'
 import { namedQuery, queryBytes } from '../../lib/fenced/pg.js'
 import { guardedJob, inTransaction, jobInsert } from '../../lib/fenced/pg-boss.js'
-import { createQueues } from '../../jobs/enqueue.js'
+import { createQueues } from '../../lib/queues/index.js'
 import { AUTOMATION_RUN } from '../../lib/queues/index.js'
 import { TEST_DATABASE_URL } from '../support/env.js'
 
