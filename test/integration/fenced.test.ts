@@ -64,6 +64,7 @@ describe('lib/fenced/knex.ts', () => {
     const waiting = knexInternals.acquire(db)
     await new Promise(resolve => setImmediate(resolve))
     assert.equal(knexInternals.pendingAcquires(db), 1, 'a third caller waits on a pool of two')
+    assert.deepEqual(knexInternals.poolCounts(db), { used: 2, idle: 0, waiting: 1 })
     const pid = a.processID
     knexInternals.discard(a, 'test')
     assert.ok(knexInternals.isDiscarded(a))
