@@ -8,8 +8,7 @@ import { benchTenant, http, median, row, startService, throughput } from './supp
 import { DELIVERY_LOOPS, RUN_LOOPS } from '../worker/automation.js'
 import { workInLoops, type LoopOptions } from '../worker/loops.js'
 import { startReceiver, type Receiver } from '../test/support/automation.js'
-import { createQueues } from '../jobs/enqueue.js'
-import { QUEUES } from '../lib/queues/index.js'
+import { QUEUES, createQueues } from '../lib/queues/index.js'
 import * as queues from '../lib/queues/index.js'
 
 // Automation end to end (issue 13, item 9): runs per second from ingress 202 to the effect

@@ -3,20 +3,6 @@ import type { Knex } from 'knex'
 import { engineOf, prepared, withTransaction } from '../lib/db.js'
 import { guardedJob, inTransaction, jobInsert } from '../lib/fenced/pg-boss.js'
 import type { JobSender } from '../lib/context.js'
-import { QUEUES, type QueueContract } from '../lib/queues/index.js'
-
-/**
- * Creates every queue of the contract (idempotent: createQueue twice is fine) and applies the
- * contract's options to queues that already exist, so a changed option takes effect on deploy.
- * The policy is fixed at creation (pg-boss refuses to change it), so it is not re-applied.
- */
-export async function createQueues (boss: PgBoss): Promise<void> {
-  for (const q of QUEUES) {
-    await boss.createQueue(q.name, { ...q.options })
-    const { policy: _fixedAtCreation, ...changeable } = q.options as QueueContract['options']
-    await boss.updateQueue(q.name, changeable)
-  }
-}
 
 // On a Citus cluster pg-boss's tables stay on the coordinator while the guard's table is
 // distributed: one statement would mix them, so the guard and the send keep a transaction there.

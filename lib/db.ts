@@ -7,6 +7,7 @@ import { statementKind } from './statement-kind.js'
 import { namedQuery, queryBytes } from './fenced/pg.js'
 import { acquire, emitQueryEvent, isDiscarded, onPoolDemand, pendingAcquires, poolDestroyed, poolIdentity, release, tarnPool, type PoolConnection } from './fenced/knex.js'
 export { joinBytes } from './fenced/pg.js'
+export { poolCounts } from './fenced/knex.js'
 
 export type Db = Knex
 export type Tx = Knex.Transaction

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the platform needs on a fresh Debian machine of this kind: PostgreSQL running,
-# PostGIS, Redis if present, Node 24 (the npm package node@24) and the npm packages.
+# PostGIS, Redis if present, the command-line tools the tests drive (ogrinfo, chromium, jq, wrk,
+# promtool), Node 24 (the npm package node@24) and the npm packages.
 # Idempotent. Sourced by scripts/start.sh and .ci/run.
 set -euo pipefail
 
@@ -46,6 +47,13 @@ if ! command -v wrk >/dev/null; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends wrk >/dev/null
+fi
+
+echo "== promtool (test/integration/metrics-promtool.test.ts checks /metrics, deploy/prometheus and deploy/grafana with it)"
+if ! command -v promtool >/dev/null; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends prometheus >/dev/null
 fi
 
 echo "== Node 24 and packages"

@@ -9,6 +9,7 @@ import type { AuditKicker, JobSender, ModuleHooks } from '../lib/context.js'
 import { AppError } from '../lib/errors.js'
 import * as layers from '../lib/layers/index.js'
 import { watchQueues } from './fleet-metrics.js'
+import * as health from '../lib/health/index.js'
 import { createLimiter } from './middleware/rate-limit.js'
 import { errorAnswer, errorBody } from './middleware/errors.js'
 import { requestIdOf, requestRecorder, requestState } from './middleware/observe.js'
@@ -50,6 +51,7 @@ export function createApp (appDeps: AppDeps): App {
   const compiled = compileRoutes(routes, { config: deps.config, db: deps.db, sequencer: deps.sequencer, jobs: deps.jobs, hooks: deps.hooks, limiter })
   const x: ExchangeDeps = { log: deps.log, recorder: requestRecorder(deps.log) }
   watchQueues(deps.db)
+  health.watchProcess(deps.db, deps.config)
 
   const router = new Router()
   for (const r of compiled) {

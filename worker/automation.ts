@@ -11,6 +11,7 @@ import { handleAutomationTick } from '../jobs/handlers/automation-tick.js'
 import { handleScheduleSync } from '../jobs/handlers/automation-schedule-sync.js'
 import { handleAutomationPrune } from '../jobs/handlers/automation-prune.js'
 import { workInLoops, type LoopOptions } from './loops.js'
+import { timed } from './metrics.js'
 
 // The automation engine's share of a worker: one registration per queue. Every worker runs all
 // of them; pg-boss hands each job to one worker (SKIP LOCKED).
@@ -45,18 +46,18 @@ export async function startAutomation (rt: Runtime, deps: automation.EngineDeps)
   // Embedded mode (no DATABASE_URL): every fetch runs on the one connection the API's requests
   // use, so one run loop (woken at once by dispatches) and two delivery loops looking once a second.
   const embedded = config.databaseUrl === null
-  const runs = await workInLoops<AutomationRunPayload>(rt.boss, AUTOMATION_RUN.name, embedded ? { ...RUN_LOOPS, loops: 1 } : RUN_LOOPS, batch => handleAutomationRun(deps, batch))
+  const runs = await workInLoops<AutomationRunPayload>(rt.boss, AUTOMATION_RUN.name, embedded ? { ...RUN_LOOPS, loops: 1 } : RUN_LOOPS, timed(AUTOMATION_RUN.name, batch => handleAutomationRun(deps, batch)))
   const deliveries = await workInLoops<WebhookDeliverPayload>(rt.boss, WEBHOOK_DELIVER.name, embedded ? { ...DELIVERY_LOOPS, loops: 2, pollSeconds: 1 } : DELIVERY_LOOPS,
-    async batch => {
+    timed(WEBHOOK_DELIVER.name, async batch => {
       // A retry is due 1 s, 2 s, 4 s... after its attempt: look for it then, not at the next poll.
       const next = await handleWebhookDeliver(deps, batch)
       if (next !== null) setTimeout(() => { deliveries.wake() }, next * 1000 + 20).unref()
-    })
+    }))
   await rt.boss.work<AutomationTickPayload>(AUTOMATION_TICK.name, { pollingIntervalSeconds: 1, batchSize: 1, includeMetadata: true },
-    batch => handleAutomationTick(deps, batch as Array<JobWithMetadata<AutomationTickPayload>>))
+    timed(AUTOMATION_TICK.name, batch => handleAutomationTick(deps, batch as Array<JobWithMetadata<AutomationTickPayload>>)))
   await rt.boss.work<AutomationScheduleSyncPayload>(AUTOMATION_SCHEDULE_SYNC.name, { pollingIntervalSeconds: 1, batchSize: 1 },
-    batch => handleScheduleSync(deps, scheduler(rt.boss), batch))
-  await rt.boss.work(AUTOMATION_PRUNE.name, { pollingIntervalSeconds: 5, batchSize: 1 }, () => handleAutomationPrune(deps))
+    timed(AUTOMATION_SCHEDULE_SYNC.name, batch => handleScheduleSync(deps, scheduler(rt.boss), batch)))
+  await rt.boss.work(AUTOMATION_PRUNE.name, { pollingIntervalSeconds: 5, batchSize: 1 }, timed(AUTOMATION_PRUNE.name, () => handleAutomationPrune(deps)))
   await rt.boss.schedule(AUTOMATION_PRUNE.name, '17 * * * *', {}, { key: 'retention', singletonKey: 'retention' })
   return { wakeRuns: runs.wake, stop: () => { runs.stop(); deliveries.stop() } }
 }

@@ -1,13 +1,14 @@
 import http from 'node:http'
 import { createHash, timingSafeEqual } from 'node:crypto'
 import type { AddressInfo } from 'node:net'
-import { registry } from '../lib/metrics.js'
+import { jobRunSeconds, registry } from '../lib/metrics.js'
 import type { Logger } from '../lib/log.js'
 
 // A worker's own /metrics (WORKER_METRICS_PORT). What a worker counts in process, such as
-// workflow_transitions_total for transitions applied by automation runs, exists only here;
+// workflow_transitions_total for transitions applied by automation runs, job_run_seconds and
+// webhook_attempts_total, exists only here;
 // Prometheus scrapes every worker and API process and sums across them. Fleet-wide figures read
-// from the database (job_queue_depth, job_latency_seconds, automation_rules_executed_total) stay
+// from the database (job_queue_*, job_latency_seconds, outbox_*, automation_rules_executed_total) stay
 // on the API's /metrics so they are not reported once per worker.
 
 const digest = (s: string) => createHash('sha256').update(s).digest()
@@ -31,4 +32,20 @@ export async function serveWorkerMetrics (port: number, token: string | null, lo
   const bound = (server.address() as AddressInfo).port
   log.info({ port: bound }, 'worker metrics listening')
   return { port: bound, close: () => new Promise<void>(resolve => { server.closeAllConnections(); server.close(() => resolve()) }) }
+}
+
+/**
+ * `handler` observed in job_run_seconds{queue}: once per job of each batch, with the batch's time
+ * (pg-boss completes or fails a batch's jobs together), whether it resolved or threw.
+ */
+export function timed<J, R> (queue: string, handler: (batch: J[]) => Promise<R>): (batch: J[]) => Promise<R> {
+  return async batch => {
+    const t0 = performance.now()
+    try {
+      return await handler(batch)
+    } finally {
+      const seconds = (performance.now() - t0) / 1000
+      for (let i = 0; i < batch.length; i++) jobRunSeconds.observe({ queue }, seconds)
+    }
+  }
 }

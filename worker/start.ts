@@ -3,8 +3,8 @@ import type { ModuleHooks } from '../lib/context.js'
 import type { Logger } from '../lib/log.js'
 import type { Runtime } from '../lib/runtime.js'
 import * as automation from '../lib/automation/index.js'
-import { createQueues, pgBossSender } from '../jobs/enqueue.js'
-import { OUTBOX_DISPATCH, OUTBOX_PRUNE, QUEUES, TILES_PRERENDER, type OutboxDispatchPayload, type TilesPrerenderPayload } from '../lib/queues/index.js'
+import { pgBossSender } from '../jobs/enqueue.js'
+import { OUTBOX_DISPATCH, OUTBOX_PRUNE, QUEUES, createQueues, TILES_PRERENDER, type OutboxDispatchPayload, type TilesPrerenderPayload } from '../lib/queues/index.js'
 import { handleOutboxDispatch } from '../jobs/handlers/outbox-dispatch.js'
 import { handleTilesPrerender } from '../jobs/handlers/tiles-prerender.js'
 import { handleOutboxPrune } from '../jobs/handlers/outbox-prune.js'
@@ -13,6 +13,7 @@ import * as counters from '../lib/counters/index.js'
 import * as layers from '../lib/layers/index.js'
 import { RUN_LOOPS, startAutomation } from './automation.js'
 import { warmConnections } from '../lib/db.js'
+import { timed } from './metrics.js'
 import * as objectTypes from '../lib/object-types/index.js'
 
 /**
@@ -40,14 +41,15 @@ export async function startWorker (rt: Runtime, config: Readonly<Config>, log: L
   // When this process last queued an outbox dispatch that has not started yet (see `check`).
   let queuedAt = -Infinity
   const dispatchWorker = await rt.boss.work<OutboxDispatchPayload>(OUTBOX_DISPATCH.name, { pollingIntervalSeconds: 1, batchSize: 1 },
-    batch => { queuedAt = -Infinity; return handleOutboxDispatch({ db: rt.db, log, consumers }, batch).then(() => wakeRuns()) })
+    timed(OUTBOX_DISPATCH.name, batch => { queuedAt = -Infinity; return handleOutboxDispatch({ db: rt.db, log, consumers }, batch).then(() => wakeRuns()) }))
   // Retention of delivered events, hourly; one job per tick across the fleet (the schedule's key).
-  await rt.boss.work(OUTBOX_PRUNE.name, { pollingIntervalSeconds: 5, batchSize: 1 }, () => handleOutboxPrune(rt.db, log, config.outboxRetentionHours))
+  await rt.boss.work(OUTBOX_PRUNE.name, { pollingIntervalSeconds: 5, batchSize: 1 }, timed(OUTBOX_PRUNE.name, () => handleOutboxPrune(rt.db, log, config.outboxRetentionHours)))
   await rt.boss.schedule(OUTBOX_PRUNE.name, '47 * * * *', {}, { key: 'retention', singletonKey: 'retention' })
   const engine = await startAutomation(rt, { db: rt.db, config, log, jobs, sequencer: rt.sequencer, hooks })
   wakeRuns = engine.wakeRuns
   const tileCache = rt.redis === null ? null : layers.createRenderCache(rt.redis)
-  await rt.boss.work<TilesPrerenderPayload>(TILES_PRERENDER.name, { pollingIntervalSeconds: 2, batchSize: 1 }, batch => handleTilesPrerender({ db: rt.db, log, config, hooks, cache: tileCache }, batch))
+  await rt.boss.work<TilesPrerenderPayload>(TILES_PRERENDER.name, { pollingIntervalSeconds: 2, batchSize: 1 },
+    timed(TILES_PRERENDER.name, batch => handleTilesPrerender({ db: rt.db, log, config, hooks, cache: tileCache }, batch)))
 
   // Poll the pending-outbox index once a second and queue a dispatch when events wait, so events
   // are delivered within about a second of their commit. The outbox announces every write's

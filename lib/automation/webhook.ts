@@ -9,6 +9,7 @@ import { signBody } from './secrets.js'
 import { ruleContext } from './context.js'
 import { finishRun } from './finish.js'
 import { refusalOf } from './refusal.js'
+import { webhookAttemptsTotal } from '../metrics.js'
 
 // One attempt of a webhook effect (a webhook.deliver job). The call happens outside any
 // transaction; its outcome is then recorded on the run under the run's lock, with the next
@@ -26,6 +27,12 @@ function classify (r: CallResult): 'ok' | 'retry' | 'final' {
   if (r.status >= 200 && r.status < 300) return 'ok'
   if (r.status === 408 || r.status === 429 || r.status >= 500) return 'retry'
   return 'final'
+}
+
+/** The outcome class an attempt is counted under (webhook_attempts_total, docs/operations.md "Metrics and alerts"). */
+export function outcomeOf (r: CallResult): string {
+  if (r.kind === 'response') return r.status >= 200 && r.status < 600 ? `${Math.floor(r.status / 100)}xx` : 'other'
+  return r.kind === 'refused' ? 'blocked' : r.timedOut ? 'timeout' : 'connection_error'
 }
 
 function describe (r: CallResult): string {
@@ -66,6 +73,7 @@ export async function deliverAttempt (ctx: ServiceContext, runId: string, attemp
     allowPrivate: ctx.config.webhookAllowPrivateNetworks, timeoutMs: ctx.config.automation.webhookTimeoutMs
   })
   const verdict = classify(result)
+  webhookAttemptsTotal.inc({ outcome: outcomeOf(result) })
   const max = effect ? maxAttempts(effect) : 1
   const entry = {
     attempt, at: startedAt.toISOString(), durationMs: Date.now() - startedAt.getTime(), outcome: verdict === 'ok' ? 'succeeded' : 'failed',

@@ -21,6 +21,8 @@ interface TarnPool {
   destroyed?: boolean
   on: (event: 'acquireRequest' | 'poolDestroyRequest', handler: () => void) => void
   numPendingAcquires: () => number
+  numUsed: () => number
+  numFree: () => number
 }
 
 const clientOf = (db: Knex | Knex.Transaction): KnexClient => db.client as unknown as KnexClient
@@ -78,3 +80,9 @@ export function onPoolDemand (db: Knex, fn: () => void): void {
 
 /** Callers waiting for a connection of the pool. */
 export const pendingAcquires = (db: Knex | Knex.Transaction): number => clientOf(db).pool?.numPendingAcquires() ?? 0
+
+/** The pool's connections lent out and idle, and its waiting callers (the /metrics pool gauges). */
+export function poolCounts (db: Knex): { used: number, idle: number, waiting: number } {
+  const pool = clientOf(db).pool
+  return pool === undefined ? { used: 0, idle: 0, waiting: 0 } : { used: pool.numUsed(), idle: pool.numFree(), waiting: pool.numPendingAcquires() }
+}

@@ -3,6 +3,7 @@ import type { Db } from '../db.js'
 import { environmentLicenseStatus } from '../license/status.js'
 import { recordedRelease } from '../release/index.js'
 import * as sql from './sql.js'
+export { watchProcess } from './metrics.js'
 
 export interface Readiness {
   ready: boolean

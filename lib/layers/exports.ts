@@ -12,6 +12,7 @@ import { matchesIfNoneMatch, renderKey, type RenderCache } from './cache.js'
 import { encodeRendering } from './encoding.js'
 import type { FilterNode, Fragment } from '../queries/index.js'
 import { joinBytes } from '../db.js'
+import { renderCacheLookupsTotal } from '../metrics.js'
 
 // Exports of a layer's selection: GeoJSON pages, the NDJSON stream's statement, tiles. Each
 // request is first "planned": the layer, the selection, and the cache key / ETag built from
@@ -26,6 +27,8 @@ export interface ExportParams {
 }
 
 export interface Plan {
+  /** What is exported (mvt, geojson, tilejson, ogc-items...): part of the key, and the cache metrics' label. */
+  kind: string
   layer: sql.LayerRow | null
   scope: exportSql.Scope
   fields: FieldSelection
@@ -92,7 +95,7 @@ export async function plan (ctx: ServiceContext, kind: string, p: ExportParams, 
   const { key, etag, gzipEtag } = renderKey(ctx.tenantId, [
     kind, layer?.id ?? null, layer?.version ?? null, changes, p.typeId ?? null, p.bbox ?? null, fields, p.asOf ?? null, ...(extra.parts ?? [])
   ])
-  return { layer, scope: { tenantId: ctx.tenantId, asOf: p.asOf, where: own !== null && filter === own.filter ? own.where : whereSql(filter) }, fields, ttl, key, etag, gzipEtag }
+  return { kind, layer, scope: { tenantId: ctx.tenantId, asOf: p.asOf, where: own !== null && filter === own.filter ? own.where : whereSql(filter) }, fields, ttl, key, etag, gzipEtag }
 }
 
 /**
@@ -113,6 +116,7 @@ export async function cached (cache: RenderCache | null, pl: Plan, c: Conditions
     : { etag: pl.etag, maxAge: pl.ttl, vary: true }
   if (matchesIfNoneMatch(c.ifNoneMatch, head.etag)) return { ...head, body: null }
   const hit = await cache.get(pl.key, c.gzip === true ? 'gzip' : 'identity')
+  renderCacheLookupsTotal.inc({ kind: pl.kind, result: hit === undefined ? 'miss' : 'hit' })
   if (hit !== undefined) return { ...head, body: hit }
   const kept = await encodeRendering(joinBytes(await render()))
   await cache.set(pl.key, kept, pl.ttl)

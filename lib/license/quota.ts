@@ -35,7 +35,7 @@ export async function checkQuota (ctx: ServiceContext, tx: Tx, limitCode: string
  * waiting for another would wait forever).
  */
 function refuse (ctx: ServiceContext, tx: Tx, limitCode: string, limit: number, current: number): never {
-  licenseLimitExceededTotal.inc({ limitCode })
+  licenseLimitExceededTotal.inc({ limit_code: limitCode })
   void audit.recordForContext(ctx, {
     type: 'license.limit_exceeded',
     resourceType: 'license',

@@ -12,7 +12,7 @@ import * as sql from './sql.js'
 
 export type { DomainEvent, OutboxRow } from './sql.js'
 export { claimAndDeliver, deliverPending, retryDelaySeconds, RETRY_MAX_SECONDS, type OutboxConsumer, type DeliveryResult, type DeliveryOptions } from './deliver.js'
-export { hasPending, countRetrying } from './sql.js'
+export { hasPending, backlog, type Backlog } from './sql.js'
 export { pruneDelivered } from './retention.js'
 
 /**

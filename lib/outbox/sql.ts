@@ -81,9 +81,17 @@ export async function markFailed (tx: Tx, row: OutboxRow, error: string, retryIn
 }
 
 /** Undelivered events whose last delivery failed: waiting for their next attempt, or due again. */
-export async function countRetrying (db: Queryable): Promise<{ waiting: number, due: number }> {
-  const r = await db.raw(`SELECT count(*) FILTER (WHERE NOT ${DUE})::int AS waiting, count(*) FILTER (WHERE ${DUE})::int AS due
-    FROM outbox_events WHERE delivered_at IS NULL AND attempts > 0`)
+export interface Backlog { pending: number, waiting: number, due: number, oldestSeconds: number }
+
+/**
+ * The undelivered events of every tenant (partial index outbox_events_pending): how many, how many
+ * failed and wait for their next attempt or are due again, and the age of the oldest (0: none).
+ */
+export async function backlog (db: Queryable): Promise<Backlog> {
+  const r = await db.raw(`SELECT count(*)::int AS pending,
+      count(*) FILTER (WHERE attempts > 0 AND NOT ${DUE})::int AS waiting, count(*) FILTER (WHERE attempts > 0 AND ${DUE})::int AS due,
+      coalesce(extract(epoch FROM now() - min(created_at)), 0)::float8 AS "oldestSeconds"
+    FROM outbox_events WHERE delivered_at IS NULL`)
   return r.rows[0]
 }
 

@@ -1,2 +1,3 @@
 export * from './contracts.js'
-export { depth, startedSince, type DepthRow, type StartRow } from './sql.js'
+export { createQueues } from './create.js'
+export { depth, failedKept, startedSince, type DepthRow, type FailedRow, type StartRow } from './sql.js'

@@ -100,6 +100,6 @@ export async function transitionObject (ctx: ServiceContext, id: string, body: u
     }, current)
     return { dto: objects.toObjectDto(row), workflowId: wf.id }
   })
-  workflowTransitionsTotal.inc({ workflowId: done.workflowId, state: input.targetState })
+  workflowTransitionsTotal.inc({ workflow_id: done.workflowId, state: input.targetState })
   return done.dto
 }

@@ -164,7 +164,7 @@ describe('licenses with LICENSE_PUBLIC_KEY and LICENSE_STORAGE_SECRET', () => {
     })
     const created = await owner.get('/v1/audit/events?type=object.created')
     assert.equal(created.body.pagination.total, 5)
-    assert.match((await a.request('GET', '/metrics')).text, /license_limit_exceeded_total\{limitCode="object_count"\} [1-9]/)
+    assert.match((await a.request('GET', '/metrics')).text, /license_limit_exceeded_total\{limit_code="object_count"\} [1-9]/)
     // Deleting one frees a slot.
     const first = results.find(r => r.status === 201)
     assert.equal((await owner.delete(`/v1/objects/${first?.body.id}`)).status, 204)

@@ -58,7 +58,7 @@ describe('POST /v1/objects/:id/workflow/transitions', () => {
     assert.equal(events[0].payload.previous.workflowState, 'draft')
 
     const metrics = (await s.request('GET', '/metrics')).text
-    assert.match(metrics, new RegExp(`workflow_transitions_total\\{workflowId="${workflowId}",state="review"\\} [1-9]`))
+    assert.match(metrics, new RegExp(`workflow_transitions_total\\{workflow_id="${workflowId}",state="review"\\} [1-9]`))
   })
 
   it('answers 409 INVALID_TRANSITION for a move the workflow does not define from the current state', async () => {

@@ -10,7 +10,7 @@ import { createDb, prepared, withTransaction, type Db } from '../../lib/db.js'
 import * as knexInternals from '../../lib/fenced/knex.js'
 import { namedQuery, queryBytes } from '../../lib/fenced/pg.js'
 import { guardedJob, inTransaction, jobInsert } from '../../lib/fenced/pg-boss.js'
-import { createQueues } from '../../jobs/enqueue.js'
+import { createQueues } from '../../lib/queues/index.js'
 import { AUTOMATION_RUN } from '../../lib/queues/index.js'
 import { TEST_DATABASE_URL } from '../support/env.js'
 
@@ -64,6 +64,7 @@ describe('lib/fenced/knex.ts', () => {
     const waiting = knexInternals.acquire(db)
     await new Promise(resolve => setImmediate(resolve))
     assert.equal(knexInternals.pendingAcquires(db), 1, 'a third caller waits on a pool of two')
+    assert.deepEqual(knexInternals.poolCounts(db), { used: 2, idle: 0, waiting: 1 })
     const pid = a.processID
     knexInternals.discard(a, 'test')
     assert.ok(knexInternals.isDiscarded(a))

@@ -89,7 +89,7 @@ describe('automation engine with worker processes', { timeout: 900_000 }, () => 
     const history = (await c.get(`/v1/objects/${o.id}/history`)).body.items
     assert.equal(history.at(-1).actor.sub, `automation:${rule.id}`)
     const metrics = (await s.request('GET', '/metrics')).text
-    assert.match(metrics, new RegExp(`automation_rules_executed_total\\{ruleId="${rule.id}"\\} 1\\b`))
+    assert.match(metrics, new RegExp(`automation_rules_executed_total\\{rule_id="${rule.id}"\\} 1\\b`))
     assert.match(metrics, /job_queue_depth\{queue="automation.run",state="created"\} \d+/)
     assert.match(metrics, /job_latency_seconds_count\{queue="automation.run"\} [1-9]/)
     // The transition happened in a worker: counted on the workers' own /metrics (WORKER_METRICS_PORT).
@@ -99,7 +99,7 @@ describe('automation engine with worker processes', { timeout: 900_000 }, () => 
       const line = w.output().split('\n').find(l => l.includes('worker metrics listening'))
       assert.ok(line, 'every worker serves /metrics')
       const text = await (await fetch(`http://127.0.0.1:${JSON.parse(line).port}/metrics`)).text()
-      const m = new RegExp(`workflow_transitions_total\\{workflowId="${workflowId}",state="review"\\} (\\d+)`).exec(text)
+      const m = new RegExp(`workflow_transitions_total\\{workflow_id="${workflowId}",state="review"\\} (\\d+)`).exec(text)
       transitions += m === null ? 0 : Number(m[1])
     }
     assert.equal(transitions, 1)

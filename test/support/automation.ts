@@ -10,8 +10,9 @@ import { PgBoss } from 'pg-boss'
 import { createDb } from '../../lib/db.js'
 import { recordRelease, packageVersion } from '../../lib/release/index.js'
 import { migrateLatest } from '../../db/knex.js'
+import { createQueues } from '../../lib/queues/index.js'
 import { TEST_DATABASE_URL, TEST_JWT_SECRET } from './env.js'
-import { adminQuery } from './local.js'
+import { adminQuery, freePort } from './local.js'
 
 // What the automation tests share: real worker processes on the test database, and a local
 // HTTP receiver on 127.0.0.1 standing in for the outside world.
@@ -33,38 +34,72 @@ export const WORKER_ENV = {
   LOG_LEVEL: 'info'
 }
 
-/**
- * A database of its own, migrated, with pg-boss's schema and the release recorded. Worker
- * processes claim every tenant's outbox events and jobs, so tests that run them must not share
- * the test database with tests that drain the outbox themselves.
- */
-export async function scratchDatabase (): Promise<{ url: string, drop: () => Promise<void> }> {
+/** An empty database of its own (nothing migrated), dropped by `drop`. */
+export async function emptyDatabase (): Promise<{ url: string, drop: () => Promise<void> }> {
   const name = `spatial_test_automation_e2e_${randomBytes(4).toString('hex')}`
   const url = Object.assign(new URL(TEST_DATABASE_URL), { pathname: `/${name}` }).toString()
   await adminQuery(`CREATE DATABASE "${name}"`)
-  const db = createDb(url, { poolMax: 2 })
+  return { url, drop: () => adminQuery(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`) }
+}
+
+/**
+ * A database of its own, migrated, with pg-boss's schema and queues and the release recorded (the
+ * release job without its demo tenant). Worker processes claim every tenant's outbox events and
+ * jobs, so tests that run them must not share the test database with tests that drain the outbox themselves.
+ */
+export async function scratchDatabase (): Promise<{ url: string, drop: () => Promise<void> }> {
+  const database = await emptyDatabase()
+  const db = createDb(database.url, { poolMax: 2 })
   try {
     await migrateLatest(db)
     await recordRelease(db, packageVersion())
   } finally {
     await db.destroy()
   }
-  const boss = new PgBoss({ connectionString: url, schema: 'pgboss', supervise: false, schedule: false })
+  const boss = new PgBoss({ connectionString: database.url, schema: 'pgboss', supervise: false, schedule: false })
   boss.on('error', () => {})
   await boss.start()
+  await createQueues(boss)
   await boss.stop({ graceful: false })
-  return { url, drop: () => adminQuery(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`) }
+  return database
+}
+
+/** The release job as the Procfile runs it (db/setup.ts) on `url`; resolves with its output once it exited 0. */
+export async function runReleaseJob (url: string): Promise<string> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'db/setup.ts'], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? '', DATABASE_URL: url, AUTH_JWT_SECRET: TEST_JWT_SECRET, LOG_LEVEL: 'info' },
+    stdio: ['ignore', 'pipe', 'pipe']
+  })
+  let out = ''
+  child.stdout!.on('data', d => { out += String(d) })
+  child.stderr!.on('data', d => { out += String(d) })
+  const [code] = await once(child, 'exit')
+  if (code !== 0) throw new Error(`the release job exited with ${code}: ${out}`)
+  return out
 }
 
 const running = new Set<WorkerProcess>()
 
-/** Stops every worker this process started (an after() hook: none may outlive its test file). */
+/** Stops every worker and API process this process started (an after() hook: none may outlive its test file). */
 export async function stopAllWorkers (): Promise<void> {
   await Promise.all([...running].map(w => w.stop()))
 }
 
 export async function startWorker (env: Record<string, string> = {}): Promise<WorkerProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'worker/main.ts'], {
+  return startChild('worker/main.ts', env, /worker started/)
+}
+
+/** The API process (server/main.ts) on a free port; `base` is its address. */
+export async function startApi (env: Record<string, string> = {}): Promise<WorkerProcess & { base: string }> {
+  const port = await freePort()
+  const api = await startChild('server/main.ts', { RATE_LIMIT_LIMIT: '1000000', PORT: String(port), ...env }, /api listening/)
+  return { ...api, base: `http://127.0.0.1:${port}` }
+}
+
+/** A process of ours (`entry`) on the test database, resolved once its output matches `started`. */
+async function startChild (entry: string, env: Record<string, string>, started: RegExp): Promise<WorkerProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', entry], {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? '', DATABASE_URL: TEST_DATABASE_URL, AUTH_JWT_SECRET: TEST_JWT_SECRET, ...WORKER_ENV, ...env },
     stdio: ['ignore', 'pipe', 'pipe']
@@ -87,12 +122,12 @@ export async function startWorker (env: Record<string, string> = {}): Promise<Wo
   }
   running.add(w)
   try {
-    await waitUntil(() => /worker started/.test(out) || child.exitCode !== null, 120_000, 'worker start')
+    await waitUntil(() => started.test(out) || child.exitCode !== null, 120_000, `${entry} start`)
   } catch (err) {
     await w.stop()
-    throw err
+    throw new Error(`${(err as Error).message}; output:\n${out.slice(-3000)}`)
   }
-  if (child.exitCode !== null) throw new Error(`worker exited: ${out}`)
+  if (child.exitCode !== null) throw new Error(`${entry} exited: ${out}`)
   return w
 }
 

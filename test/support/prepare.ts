@@ -4,6 +4,7 @@ import { createDb } from '../../lib/db.js'
 import { recordRelease, packageVersion } from '../../lib/release/index.js'
 import { migrateLatest } from '../../db/knex.js'
 import { distributeTenantTables } from '../../db/distribute.js'
+import { createQueues } from '../../lib/queues/index.js'
 import { TEST_DATABASE_URL } from './env.js'
 
 // Runs once before the test files: creates the test database if missing and migrates it.
@@ -22,9 +23,10 @@ const applied = await migrateLatest(db)
 await distributeTenantTables(db)
 await recordRelease(db, packageVersion())
 await db.destroy()
-// pg-boss's schema, as db/setup.ts installs it: tests that send jobs or start workers need it.
+// pg-boss's schema and queues, as db/setup.ts installs them: tests that send jobs or start workers need them.
 const boss = new PgBoss({ connectionString: TEST_DATABASE_URL, schema: 'pgboss', supervise: false, schedule: false })
 boss.on('error', () => {})
 await boss.start()
+await createQueues(boss)
 await boss.stop({ graceful: false })
 process.stdout.write(`test database ${dbName} ready (${applied.length} migration(s) applied)\n`)
