@@ -21,6 +21,11 @@ export interface Config {
     maxLifetimeSeconds: number
   }
   rateLimit: { ttlSeconds: number, limit: number }
+  /**
+   * Per-tenant fairness in each API process (server/middleware/tenant-gate.ts): requests of one
+   * tenant in flight at once (0: no gate), how many more may wait, and for how long.
+   */
+  tenantGate: { maxConcurrent: number, maxQueued: number, maxWaitMs: number }
   layerCacheTtlSeconds: number
   license: {
     publicKey: string | null
@@ -187,6 +192,12 @@ export function loadConfig (env: Env, release = '0.0.0'): Readonly<Config> {
       maxLifetimeSeconds: int(env, 'AUTH_JWT_MAX_LIFETIME', 86_400, 60, 31_536_000)
     }),
     rateLimit: Object.freeze({ ttlSeconds: int(env, 'RATE_LIMIT_TTL', 60, 1), limit: int(env, 'RATE_LIMIT_LIMIT', 120, 1) }),
+    // 8 of the pool's 20 connections: two tenants at their limit still leave the others some.
+    tenantGate: Object.freeze({
+      maxConcurrent: int(env, 'TENANT_MAX_CONCURRENT_REQUESTS', 8, 0, 10_000),
+      maxQueued: int(env, 'TENANT_MAX_QUEUED_REQUESTS', 64, 0, 100_000),
+      maxWaitMs: int(env, 'TENANT_QUEUE_TIMEOUT_MS', 10_000, 1, 600_000)
+    }),
     layerCacheTtlSeconds: int(env, 'LAYER_CACHE_TTL_SECONDS', 3600, 0),
     license: Object.freeze({
       publicKey,
