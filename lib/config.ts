@@ -62,6 +62,12 @@ export interface Config {
    * it (lib/layers/stream.ts), nor are the workers' jobs.
    */
   dbStatementTimeoutMs: number
+  /**
+   * The shorter bound of the requests whose cost the caller chooses: query-DSL runs, GeoJSON and
+   * OGC export pages, dry-run validation (lib/db withStatementTimeout; 0: only the pool's). Never
+   * longer than dbStatementTimeoutMs when that is set.
+   */
+  queryStatementTimeoutMs: number
   /** Port of the worker's own /metrics (null: not served). */
   workerMetricsPort: number | null
   /** `async` sequences audit events after commit; `sync` takes the chain head lock inside the write. */
@@ -176,6 +182,8 @@ export function loadConfig (env: Env, release = '0.0.0'): Readonly<Config> {
   if (auditSigningKey !== null && !isEd25519PrivateKey(auditSigningKey)) {
     throw new ConfigError('AUDIT_SIGNING_KEY', 'must be an Ed25519 private key in PKCS#8 PEM form (openssl genpkey -algorithm ed25519)')
   }
+  const dbStatementTimeoutMs = int(env, 'DB_STATEMENT_TIMEOUT_MS', 60_000, 0, 86_400_000)
+  const queryStatementTimeoutMs = int(env, 'QUERY_STATEMENT_TIMEOUT_MS', 5000, 0, 86_400_000)
   const metricsToken = str(env, 'METRICS_TOKEN')
   if (metricsToken !== null && metricsToken.length < 16) throw new ConfigError('METRICS_TOKEN', 'must be at least 16 characters')
 
@@ -218,7 +226,8 @@ export function loadConfig (env: Env, release = '0.0.0'): Readonly<Config> {
     }),
     outboxRetentionHours: int(env, 'OUTBOX_RETENTION_HOURS', 24, 1),
     workerSuperviseSeconds: int(env, 'WORKER_SUPERVISE_SECONDS', 60, 1, 3600),
-    dbStatementTimeoutMs: int(env, 'DB_STATEMENT_TIMEOUT_MS', 60_000, 0, 86_400_000),
+    dbStatementTimeoutMs,
+    queryStatementTimeoutMs: dbStatementTimeoutMs > 0 && queryStatementTimeoutMs > 0 ? Math.min(dbStatementTimeoutMs, queryStatementTimeoutMs) : queryStatementTimeoutMs,
     workerMetricsPort: str(env, 'WORKER_METRICS_PORT') === null ? null : int(env, 'WORKER_METRICS_PORT', 0, 0, 65535),
     auditSequencing: oneOf(env, 'AUDIT_SEQUENCING', ['async', 'sync'] as const, 'async'),
     auditSigningKey,
