@@ -2,7 +2,7 @@ import { validationError } from '../errors.js'
 import { isUuid } from '../db.js'
 import { ajv } from '../validation.js'
 import { Timestamp } from '../schemas.js'
-import { findAntipodalEdge, validateGeometry, type Geometry } from '../geo/index.js'
+import { findAntipodalEdge, geometryPositions, validateGeometry, type Geometry } from '../geo/index.js'
 import { LIMITS, requireText, resolveField } from './fields.js'
 import type { ColumnField, CompareOp, FilterNode, Scalar, ValueField } from './types.js'
 
@@ -129,19 +129,6 @@ function parseSpatial (raw: Record<string, unknown>, operator: string, at: strin
   if (operator === 'dwithin') return { kind: 'dwithin', geometry: onSphere(geometry(raw.value, vAt), vAt), meters: distance(raw.distanceMeters, `${at}.distanceMeters`) }
   if (!(SPATIAL_OPS as readonly string[]).includes(operator)) throw validationError(`${at}.operator`, `geometry takes within, contains, intersects, dwithin, bbox, exists, notExists, isNull or isNotNull, not ${operator}`)
   return { kind: 'spatial', op: operator as typeof SPATIAL_OPS[number], geometry: geometry(raw.value, vAt) }
-}
-
-function countPositions (v: unknown): number {
-  if (!Array.isArray(v)) return 0
-  if (typeof v[0] === 'number') return 1
-  let n = 0
-  for (const x of v) n += countPositions(x)
-  return n
-}
-
-function geometryPositions (g: Geometry): number {
-  if (g.type !== 'GeometryCollection') return countPositions(g.coordinates)
-  return (g.geometries ?? []).reduce((n, x) => n + geometryPositions(x), 0)
 }
 
 function geometry (v: unknown, at: string): Geometry {
