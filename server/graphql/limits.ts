@@ -1,5 +1,5 @@
 import { getComplexity, simpleEstimator, type ComplexityEstimator } from 'graphql-query-complexity'
-import { GraphQLError, Kind, type DocumentNode, type FragmentDefinitionNode, type SelectionSetNode, type ValidationRule } from 'graphql'
+import { GraphQLError, Kind, visit, BREAK, type DocumentNode, type FragmentDefinitionNode, type SelectionSetNode, type ValidationRule } from 'graphql'
 import type { ApolloServerPlugin } from '@apollo/server'
 import { MAX_JSON_DEPTH, nestsTooDeep } from '../../lib/storable.js'
 
@@ -9,7 +9,11 @@ import { MAX_JSON_DEPTH, nestsTooDeep } from '../../lib/storable.js'
  * - cost: every field costs 1, and the selection under a field with a `limit` argument (or a
  *   `query.limit`) counts `limit` times. `objects(limit: 100) { id typeId attributes geometry }`
  *   costs 401; the same with `relatedObjects(limit: 100) { id }` inside costs 20,301.
- * Both refusals are BAD_REQUEST (HTTP 400) naming the limit.
+ * - size: at most GRAPHQL_MAX_TOKENS tokens, refused by the parser (Apollo's parseOptions), so
+ *   before graphql's own validation, whose rules grow faster than the document (5,000 aliases
+ *   held the process 2 s); then at most GRAPHQL_MAX_FIELDS field selections as written (aliases
+ *   included), spreads not expanded (the cost limit weighs those).
+ * All refusals are BAD_REQUEST (HTTP 400) naming the limit.
  */
 export const MAX_DEPTH = 10
 export const MAX_COST = 50_000
@@ -54,6 +58,20 @@ export const depthRule: ValidationRule = context => {
     }))
   }
   return {}
+}
+
+/** Refuses a document holding more than `max` field selections as written (counted up to max + 1). */
+export function fieldsRule (max: number): ValidationRule {
+  return context => {
+    let n = 0
+    visit(context.getDocument(), { Field: () => (++n > max ? BREAK : undefined) })
+    if (n > max) {
+      context.reportError(new GraphQLError(`the document holds more than ${max} fields (aliases included): ask for fewer`, {
+        extensions: { code: 'BAD_REQUEST', details: { limit: 'fields', maximum: max } }
+      }))
+    }
+    return {}
+  }
 }
 
 const limitEstimator: ComplexityEstimator = ({ args, childComplexity }) => {
