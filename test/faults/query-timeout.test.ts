@@ -1,6 +1,7 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
-import { newTenant, publishedType, startServer, type Client, type Response, type TestServer } from '../support/harness.js'
+import { newTenant, publishedType, startServer, type Client, type TestServer } from '../support/harness.js'
+import { timed } from '../support/timing.js'
 import { createObject, point } from '../fixtures/objects.js'
 
 // A viewer's query-DSL runs cost what their text filters cost on every row of the tenant:
@@ -15,11 +16,6 @@ const heavy = {
   limit: 10
 }
 
-const timed = async (f: () => Promise<Response>): Promise<{ res: Response, ms: number }> => {
-  const t0 = performance.now()
-  const res = await f()
-  return { res, ms: performance.now() - t0 }
-}
 
 describe('query-DSL runs are bounded', { timeout: 120_000 }, () => {
   let bounded: TestServer

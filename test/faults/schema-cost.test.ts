@@ -1,17 +1,13 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { newTenant, publishedType, startServer, type Client, type TestServer } from '../support/harness.js'
+import { timed } from '../support/timing.js'
 
 // Attribute schemas are written by tenants and run on the main thread: each keyword's cost must
 // grow with the attributes, not faster (lib/object-types/schema-cost.ts). ajv's uniqueItems
 // compared every pair of items (5,000 objects: 0.6 s; 50,000: minutes), and anyOf branches over a
 // recursive definition multiplied at every level (20 levels: out of memory).
 
-const timed = async <T>(f: () => Promise<T>): Promise<{ res: T, ms: number }> => {
-  const t0 = performance.now()
-  const res = await f()
-  return { res, ms: performance.now() - t0 }
-}
 
 describe('tenant schemas cost what the attributes cost', { timeout: 60_000 }, () => {
   let s: TestServer

@@ -2,6 +2,7 @@ import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import pg from 'pg'
 import { newTenant, publishedType, startServer, type Client, type Response, type TestServer } from '../support/harness.js'
+import { timed } from '../support/timing.js'
 import { TEST_DATABASE_URL } from '../support/env.js'
 import { createObject, point } from '../fixtures/objects.js'
 
@@ -47,11 +48,6 @@ async function until (what: string, ms: number, ok: () => Promise<boolean>): Pro
   }
 }
 
-const timed = async (f: () => Promise<Response>): Promise<{ res: Response, ms: number }> => {
-  const t0 = performance.now()
-  const res = await f()
-  return { res, ms: performance.now() - t0 }
-}
 
 const patches = (f: Flood, n: number): Array<Promise<Response>> =>
   Array.from({ length: n }, () => f.a.patch(`/v1/objects/${f.aObjectId}`, { attributes: { name: 'x' } }, { 'If-Match': '"1"' }))
