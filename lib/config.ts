@@ -68,8 +68,8 @@ export interface Config {
    * longer than dbStatementTimeoutMs when that is set.
    */
   queryStatementTimeoutMs: number
-  /** The size of one GraphQL document: tokens (at parse) and field selections, aliases included (server/graphql/limits.ts). */
-  graphql: { maxTokens: number, maxFields: number }
+  /** The size of one GraphQL document: tokens (at parse), field selections and root fields of an operation, aliases included (server/graphql/limits.ts). */
+  graphql: { maxTokens: number, maxFields: number, maxRootFields: number }
   /** Port of the worker's own /metrics (null: not served). */
   workerMetricsPort: number | null
   /** `async` sequences audit events after commit; `sync` takes the chain head lock inside the write. */
@@ -230,7 +230,7 @@ export function loadConfig (env: Env, release = '0.0.0'): Readonly<Config> {
     workerSuperviseSeconds: int(env, 'WORKER_SUPERVISE_SECONDS', 60, 1, 3600),
     dbStatementTimeoutMs,
     queryStatementTimeoutMs: dbStatementTimeoutMs > 0 && queryStatementTimeoutMs > 0 ? Math.min(dbStatementTimeoutMs, queryStatementTimeoutMs) : queryStatementTimeoutMs,
-    graphql: Object.freeze({ maxTokens: int(env, 'GRAPHQL_MAX_TOKENS', 10_000, 100, 10_000_000), maxFields: int(env, 'GRAPHQL_MAX_FIELDS', 1000, 1, 1_000_000) }),
+    graphql: Object.freeze({ maxTokens: int(env, 'GRAPHQL_MAX_TOKENS', 10_000, 100, 10_000_000), maxFields: int(env, 'GRAPHQL_MAX_FIELDS', 1000, 1, 1_000_000), maxRootFields: int(env, 'GRAPHQL_MAX_ROOT_FIELDS', 20, 1, 100_000) }),
     workerMetricsPort: str(env, 'WORKER_METRICS_PORT') === null ? null : int(env, 'WORKER_METRICS_PORT', 0, 0, 65535),
     auditSequencing: oneOf(env, 'AUDIT_SEQUENCING', ['async', 'sync'] as const, 'async'),
     auditSigningKey,

@@ -7,7 +7,7 @@ import { parse, parseQuery } from '../../lib/validation.js'
 import { MAX_JSON_DEPTH } from '../../lib/storable.js'
 import { graphqlContext, type GraphqlContext } from './context.js'
 import { graphqlSchema, printedSchema } from './schema.js'
-import { costLimit, depthRule, fieldsRule, MAX_COST, MAX_DEPTH } from './limits.js'
+import { costLimit, depthRule, sizeRule, MAX_COST, MAX_DEPTH } from './limits.js'
 import { formatError, logUnexpected } from './errors.js'
 import { fastList } from './fast-list.js'
 
@@ -64,13 +64,13 @@ const GraphqlResponse = {
   }
 } as const
 
-const limitsText = (c: GraphqlLimits): string => `A document holds at most ${c.maxTokens} tokens and ${c.maxFields} fields (aliases included). ` +
+const limitsText = (c: GraphqlLimits): string => `A document holds at most ${c.maxTokens} tokens and ${c.maxFields} fields, and an operation ${c.maxRootFields} root fields (aliases included). ` +
   `Depth is limited to ${MAX_DEPTH} nested selections and cost to ${MAX_COST} (each field costs 1; the selection ` +
   `under a field with a limit argument counts limit times), and variables nest at most ${MAX_JSON_DEPTH} levels deep; each refusal is ` +
   'HTTP 400 with extensions.code BAD_REQUEST naming the limit. ' +
   'The same authentication, rate limit, body-size limit, permissions and audit as REST apply.'
 
-interface GraphqlLimits { maxTokens: number, maxFields: number }
+interface GraphqlLimits { maxTokens: number, maxFields: number, maxRootFields: number }
 
 function createApollo (limits: GraphqlLimits): ApolloServer<GraphqlContext> {
   const apollo = new ApolloServer<GraphqlContext>({
@@ -81,7 +81,7 @@ function createApollo (limits: GraphqlLimits): ApolloServer<GraphqlContext> {
     persistedQueries: false,
     includeStacktraceInErrorResponses: false,
     parseOptions: { maxTokens: limits.maxTokens },
-    validationRules: [fieldsRule(limits.maxFields), depthRule],
+    validationRules: [sizeRule(limits), depthRule],
     formatError,
     // Cache-control hints would cost a hook per resolved field and answer nothing here: tenant
     // data is never cacheable by a shared cache. No landing page: the schema is at /graphql/schema.gql.

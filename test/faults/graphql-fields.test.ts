@@ -5,7 +5,8 @@ import { gql } from '../support/graphql.js'
 
 // graphql's validation rules grow faster than the document (5,000 aliases held the process 2 s):
 // GRAPHQL_MAX_TOKENS refuses such a document at parse, before any of them runs, and
-// GRAPHQL_MAX_FIELDS any document of more fields than it allows, before execution.
+// GRAPHQL_MAX_FIELDS / GRAPHQL_MAX_ROOT_FIELDS any document of more fields, or any operation of
+// more root fields (each run at once, with statements of its own), before execution.
 
 const aliases = (n: number): string => `{ ${Array.from({ length: n }, (_, i) => `a${i}: __typename`).join(' ')} }`
 
@@ -15,7 +16,7 @@ describe('GraphQL documents are bounded in size before validation and in fields 
   const tenant = newTenant('gqlf')
   before(async () => {
     bounded = await startServer()
-    unbounded = await startServer({ GRAPHQL_MAX_TOKENS: '1000000', GRAPHQL_MAX_FIELDS: '100000' })
+    unbounded = await startServer({ GRAPHQL_MAX_TOKENS: '1000000', GRAPHQL_MAX_FIELDS: '100000', GRAPHQL_MAX_ROOT_FIELDS: '100000' })
   })
   after(async () => { await bounded?.close(); await unbounded?.close() })
 
@@ -50,8 +51,19 @@ describe('GraphQL documents are bounded in size before validation and in fields 
   })
 
   it('runs a document of exactly 1,000 fields', async () => {
-    const r = await gql(bounded.as(tenant, ['viewer']), aliases(1000))
+    const query = `{ objectTypes(limit: 1) { items { ${Array.from({ length: 997 }, (_, i) => `a${i}: id`).join(' ')} } } }`
+    const r = await gql(bounded.as(tenant, ['viewer']), query)
     assert.equal(r.status, 200, r.res.text.slice(0, 300))
-    assert.equal(Object.keys(r.data).length, 1000)
+    assert.equal(r.errors, undefined, r.res.text.slice(0, 300))
+  })
+
+  it('refuses an operation of 21 root fields (each would run at once), runs one of 20', async () => {
+    const roots = (n: number): string => `{ ${Array.from({ length: n }, (_, i) => `a${i}: objects(limit: 1, offset: ${i}) { id }`).join(' ')} }`
+    const r = await gql(bounded.as(tenant, ['viewer']), roots(21))
+    assert.equal(r.status, 400, r.res.text.slice(0, 300))
+    assert.deepEqual(r.errors?.[0].extensions.details, { limit: 'rootFields', maximum: 20 })
+    const ok = await gql(bounded.as(tenant, ['viewer']), roots(20))
+    assert.equal(ok.status, 200, ok.res.text.slice(0, 300))
+    assert.equal(Object.keys(ok.data).length, 20)
   })
 })
