@@ -55,7 +55,9 @@ export function tenantGate (opts: TenantGateOptions): (req: RouteRequest) => Pro
         req,
         resolve,
         timer: setTimeout(() => {
-          queue.splice(queue.indexOf(waiter), 1)
+          const i = queue.indexOf(waiter)
+          if (i === -1) return // handed a slot in the same turn
+          queue.splice(i, 1)
           reject(busy(req, opts, `waited ${opts.maxWaitMs} ms`))
         }, opts.maxWaitMs)
       }
