@@ -21,7 +21,8 @@ export async function runQueryJson (ctx: ServiceContext, body: unknown): Promise
   await access.authorize(ctx, 'objects', 'read')
   const q = parseRunQuery(body)
   await ctx.hooks.beforeQueryRun(ctx) // lib/license counts query_count
-  return bounded(ctx, c => q.graph === null ? findObjects(c, q) : expandGraph(c, q, q.graph).then(g => JSON.stringify(g)))
+  const graph = q.graph
+  return graph === null ? bounded(ctx, c => findObjects(c, q)) : JSON.stringify(await bounded(ctx, c => expandGraph(c, q, graph)))
 }
 
 /** A run's statements under QUERY_STATEMENT_TIMEOUT_MS: the caller chooses its cost. */
