@@ -40,18 +40,18 @@ export function boundKeywords (ajv: Ajv): void {
     errors: true,
     validate: function unique (this: unknown, schema: boolean, data: unknown[]): boolean {
       if (!schema) return true
-      // From the end, as ajv does, so the fault names the same pair ajv's would.
-      const seen = new Map<string, number>()
-      for (let i = data.length; i-- > 0;) {
+      // The pair ajv's own would name: the last item equal to an earlier one, and the latest such earlier one.
+      const last = new Map<string, number>()
+      let pair: { i: number, j: number } | null = null
+      for (let i = 0; i < data.length; i++) {
         const key = canonical(data[i])
-        const j = seen.get(key)
-        if (j !== undefined) {
-          (unique as unknown as { errors: unknown[] }).errors = [{ keyword: 'uniqueItems', params: { i, j }, message: `must NOT have duplicate items (items ## ${j} and ${i} are identical)` }]
-          return false
-        }
-        seen.set(key, i)
+        const j = last.get(key)
+        if (j !== undefined) pair = { i, j }
+        last.set(key, i)
       }
-      return true
+      if (pair === null) return true
+      ;(unique as unknown as { errors: unknown[] }).errors = [{ keyword: 'uniqueItems', params: pair, message: `must NOT have duplicate items (items ## ${pair.j} and ${pair.i} are identical)` }]
+      return false
     }
   }
   ajv.addKeyword(uniqueItems)
