@@ -21,6 +21,11 @@ export interface Config {
     maxLifetimeSeconds: number
   }
   rateLimit: { ttlSeconds: number, limit: number }
+  /**
+   * Per-tenant fairness in each API process (server/middleware/tenant-gate.ts): requests of one
+   * tenant in flight at once (0: no gate), how many more may wait, and for how long.
+   */
+  tenantGate: { maxConcurrent: number, maxQueued: number, maxWaitMs: number }
   layerCacheTtlSeconds: number
   license: {
     publicKey: string | null
@@ -57,6 +62,14 @@ export interface Config {
    * it (lib/layers/stream.ts), nor are the workers' jobs.
    */
   dbStatementTimeoutMs: number
+  /**
+   * The shorter bound of the requests whose cost the caller chooses: query-DSL runs, GeoJSON and
+   * OGC export pages, dry-run validation (lib/db withStatementTimeout; 0: only the pool's). Never
+   * longer than dbStatementTimeoutMs when that is set.
+   */
+  queryStatementTimeoutMs: number
+  /** The size of one GraphQL document: tokens (at parse), field selections and root fields of an operation, aliases included (server/graphql/limits.ts). */
+  graphql: { maxTokens: number, maxFields: number, maxRootFields: number }
   /** Port of the worker's own /metrics (null: not served). */
   workerMetricsPort: number | null
   /** `async` sequences audit events after commit; `sync` takes the chain head lock inside the write. */
@@ -171,6 +184,8 @@ export function loadConfig (env: Env, release = '0.0.0'): Readonly<Config> {
   if (auditSigningKey !== null && !isEd25519PrivateKey(auditSigningKey)) {
     throw new ConfigError('AUDIT_SIGNING_KEY', 'must be an Ed25519 private key in PKCS#8 PEM form (openssl genpkey -algorithm ed25519)')
   }
+  const dbStatementTimeoutMs = int(env, 'DB_STATEMENT_TIMEOUT_MS', 60_000, 0, 86_400_000)
+  const queryStatementTimeoutMs = int(env, 'QUERY_STATEMENT_TIMEOUT_MS', 5000, 0, 86_400_000)
   const metricsToken = str(env, 'METRICS_TOKEN')
   if (metricsToken !== null && metricsToken.length < 16) throw new ConfigError('METRICS_TOKEN', 'must be at least 16 characters')
 
@@ -187,6 +202,12 @@ export function loadConfig (env: Env, release = '0.0.0'): Readonly<Config> {
       maxLifetimeSeconds: int(env, 'AUTH_JWT_MAX_LIFETIME', 86_400, 60, 31_536_000)
     }),
     rateLimit: Object.freeze({ ttlSeconds: int(env, 'RATE_LIMIT_TTL', 60, 1), limit: int(env, 'RATE_LIMIT_LIMIT', 120, 1) }),
+    // 8 of the pool's 20 connections: two tenants at their limit still leave the others some.
+    tenantGate: Object.freeze({
+      maxConcurrent: int(env, 'TENANT_MAX_CONCURRENT_REQUESTS', 8, 0, 10_000),
+      maxQueued: int(env, 'TENANT_MAX_QUEUED_REQUESTS', 64, 0, 100_000),
+      maxWaitMs: int(env, 'TENANT_QUEUE_TIMEOUT_MS', 10_000, 1, 600_000)
+    }),
     layerCacheTtlSeconds: int(env, 'LAYER_CACHE_TTL_SECONDS', 3600, 0),
     license: Object.freeze({
       publicKey,
@@ -207,7 +228,9 @@ export function loadConfig (env: Env, release = '0.0.0'): Readonly<Config> {
     }),
     outboxRetentionHours: int(env, 'OUTBOX_RETENTION_HOURS', 24, 1),
     workerSuperviseSeconds: int(env, 'WORKER_SUPERVISE_SECONDS', 60, 1, 3600),
-    dbStatementTimeoutMs: int(env, 'DB_STATEMENT_TIMEOUT_MS', 60_000, 0, 86_400_000),
+    dbStatementTimeoutMs,
+    queryStatementTimeoutMs: dbStatementTimeoutMs > 0 && queryStatementTimeoutMs > 0 ? Math.min(dbStatementTimeoutMs, queryStatementTimeoutMs) : queryStatementTimeoutMs,
+    graphql: Object.freeze({ maxTokens: int(env, 'GRAPHQL_MAX_TOKENS', 10_000, 100, 10_000_000), maxFields: int(env, 'GRAPHQL_MAX_FIELDS', 1000, 1, 1_000_000), maxRootFields: int(env, 'GRAPHQL_MAX_ROOT_FIELDS', 20, 1, 100_000) }),
     workerMetricsPort: str(env, 'WORKER_METRICS_PORT') === null ? null : int(env, 'WORKER_METRICS_PORT', 0, 0, 65535),
     auditSequencing: oneOf(env, 'AUDIT_SEQUENCING', ['async', 'sync'] as const, 'async'),
     auditSigningKey,

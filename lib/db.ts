@@ -148,6 +148,20 @@ export async function withTransaction<T> (db: Queryable, fn: (tx: Tx) => Promise
 }
 
 /**
+ * Runs `fn` with each statement it makes on `db` cancelled after `ms` (a kind of request's own
+ * bound, below the pool's: QUERY_STATEMENT_TIMEOUT_MS), in a transaction of its own whose SET
+ * LOCAL ends with it; a cancelled statement becomes NOT_READY (translatePgError). In a caller's
+ * transaction (which a SET LOCAL would outlive) or with `ms` 0, `fn` runs on `db` as it is.
+ */
+export function withStatementTimeout<T> (db: Queryable, ms: number, fn: (db: Queryable) => Promise<T>): Promise<T> {
+  if (ms <= 0 || db.isTransaction) return fn(db)
+  return withTransaction(db, async tx => {
+    await prepared(tx, 'statement-timeout', "SELECT set_config('statement_timeout', ?, true)", [`${ms}ms`])
+    return fn(tx)
+  })
+}
+
+/**
  * Runs `fn` with the pool once the transaction `tx` has ended, by COMMIT or by ROLLBACK, and
  * waits for it before `withTransaction` returns or throws (a failure of `fn` is its own to
  * handle). Returns false, registering nothing, for a transaction `withTransaction` did not open.

@@ -1,6 +1,7 @@
 import jsonLogic from 'json-logic-js'
 import * as turf from '@turf/turf'
 import type { Feature, Geometry, MultiPolygon, Polygon } from 'geojson'
+import { geometryPositions, type Geometry as GeoJson } from './geo/index.js'
 
 // `method` (in some json-logic-js versions) calls arbitrary methods on values: never allowed.
 try { jsonLogic.rm_operation('method') } catch { /* absent in this version */ }
@@ -15,6 +16,12 @@ const MAX_DEPTH = 32
 const MAX_NODES = 2000
 /** Steps of one evaluation: map/filter/reduce over large data nested in each other stop here. */
 const MAX_STEPS = 100_000
+/**
+ * Positions the geofencing operations of one evaluation may read, all operations together; a
+ * geoWithin whose first operand is not a Point reads positions x positions (turf's booleanWithin
+ * is quadratic: two polygons of 1,000 positions took 1.7 s, of 5,000, 35 s, on the main thread).
+ */
+export const MAX_GEO_POSITIONS = 10_000
 /** Path segments that would walk out of the data into JavaScript's object machinery. */
 const UNSAFE_SEGMENTS = new Set(['__proto__', 'constructor', 'prototype'])
 
@@ -33,8 +40,23 @@ function geometryOf (v: unknown, op: string): Geometry {
   return g as Geometry
 }
 
+// Reset with stepsLeft by evaluateLogic; evaluation is synchronous, so one counter will do.
+let positionsLeft = MAX_GEO_POSITIONS
+
+/** Counts an operation's work against the evaluation's positions before turf does it. */
+function charge (op: string, work: number): void {
+  positionsLeft -= work
+  if (positionsLeft < 0) {
+    throw new Error(`${op}: the geometries of one evaluation hold more than ${MAX_GEO_POSITIONS} positions ` +
+      '(geoWithin of a line or polygon counts positions times positions); simplify the geometries or test points')
+  }
+}
+
+const positions = (g: Geometry): number => geometryPositions(g as GeoJson)
+
 function metersToGeometry (point: Geometry, target: Geometry): number {
   if (point.type !== 'Point') throw new Error('geoDistanceWithin: the first operand must be a Point')
+  charge('geoDistanceWithin', 1 + positions(target))
   const p = point.coordinates as [number, number]
   switch (target.type) {
     case 'Point': return turf.distance(p, target.coordinates as [number, number], { units: 'meters' })
@@ -49,14 +71,21 @@ function metersToGeometry (point: Geometry, target: Geometry): number {
 jsonLogic.add_operation('geoWithin', (a: unknown, b: unknown) => {
   const g = geometryOf(a, 'geoWithin')
   const zone = geometryOf(b, 'geoWithin')
-  if (g.type === 'Point' && (zone.type === 'Polygon' || zone.type === 'MultiPolygon')) return turf.booleanPointInPolygon(g.coordinates as [number, number], zone)
+  const point = g.type === 'Point'
+  charge('geoWithin', point ? 1 + positions(zone) : positions(g) * positions(zone))
+  if (point && (zone.type === 'Polygon' || zone.type === 'MultiPolygon')) return turf.booleanPointInPolygon(g.coordinates as [number, number], zone)
   return turf.booleanWithin(g, zone)
 })
 jsonLogic.add_operation('geoDistanceWithin', (a: unknown, b: unknown, meters: unknown) => {
   if (typeof meters !== 'number' || !Number.isFinite(meters) || meters < 0) throw new Error('geoDistanceWithin: the third operand must be meters (a number >= 0)')
   return metersToGeometry(geometryOf(a, 'geoDistanceWithin'), geometryOf(b, 'geoDistanceWithin')) <= meters
 })
-jsonLogic.add_operation('geoIntersects', (a: unknown, b: unknown) => turf.booleanIntersects(geometryOf(a, 'geoIntersects'), geometryOf(b, 'geoIntersects')))
+jsonLogic.add_operation('geoIntersects', (a: unknown, b: unknown) => {
+  const g = geometryOf(a, 'geoIntersects')
+  const h = geometryOf(b, 'geoIntersects')
+  charge('geoIntersects', positions(g) + positions(h))
+  return turf.booleanIntersects(g, h)
+})
 
 const GEOJSON_TYPES = new Set(['Point', 'MultiPoint', 'LineString', 'MultiLineString', 'Polygon', 'MultiPolygon', 'GeometryCollection', 'Feature'])
 
@@ -134,6 +163,7 @@ export function evaluateLogic (rule: unknown, data: unknown): LogicResult {
   const bad = checkLogic(rule, 'rule')
   if (bad) return { ok: false, error: `${bad.path} ${bad.reason}` }
   stepsLeft = MAX_STEPS
+  positionsLeft = MAX_GEO_POSITIONS
   try {
     return { ok: true, value: jsonLogic.apply(rule as jsonLogic.RulesLogic, data) }
   } catch (err) {

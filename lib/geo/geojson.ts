@@ -162,3 +162,17 @@ function unitVector ([lon, lat]: number[]): [number, number, number] {
   const φ = lat * Math.PI / 180
   return [Math.cos(φ) * Math.cos(λ), Math.cos(φ) * Math.sin(λ), Math.sin(φ)]
 }
+
+function countPositions (v: unknown): number {
+  if (!Array.isArray(v)) return 0
+  if (typeof v[0] === 'number') return 1
+  let n = 0
+  for (const x of v) n += countPositions(x)
+  return n
+}
+
+/** The positions a geometry holds (what the work of a spatial operation grows with). */
+export function geometryPositions (g: Geometry): number {
+  if (g.type !== 'GeometryCollection') return countPositions(g.coordinates)
+  return (Array.isArray(g.geometries) ? g.geometries : []).reduce((n, x) => n + geometryPositions(x), 0)
+}

@@ -11,7 +11,7 @@ import { changeCount } from './changes.js'
 import { matchesIfNoneMatch, renderKey, type RenderCache } from './cache.js'
 import { encodeRendering } from './encoding.js'
 import type { FilterNode, Fragment } from '../queries/index.js'
-import { joinBytes } from '../db.js'
+import { joinBytes, withStatementTimeout } from '../db.js'
 import { renderCacheLookupsTotal } from '../metrics.js'
 
 // Exports of a layer's selection: GeoJSON pages, the NDJSON stream's statement, tiles. Each
@@ -130,7 +130,7 @@ export async function featureCollection (ctx: ServiceContext, cache: RenderCache
   const q = parseQuery<PageQuery>(schema.ExportQuery, query)
   const pl = await plan(ctx, 'geojson', q, { parts: [q.limit, q.offset] })
   return cached(cache, pl, c, async () => {
-    const page = await exportSql.featurePage(ctx.db, pl.scope, pl.fields, q.limit, q.offset)
+    const page = await withStatementTimeout(ctx.db, ctx.config.queryStatementTimeoutMs, db => exportSql.featurePage(db, pl.scope, pl.fields, q.limit, q.offset))
     return Buffer.from(`{"type":"FeatureCollection","features":${page.features}}`)
   })
 }

@@ -6,6 +6,7 @@ import { checkLogic, evaluateLogic, truthy } from '../jsonlogic.js'
 import { findAntipodalEdge, findElevation, validateGeometry, type Geometry } from '../geo/index.js'
 import { validationError } from '../errors.js'
 import { unstorableValue } from '../storable.js'
+import { boundKeywords, budgeted, SchemaBudgetExceeded, withCosts } from './schema-cost.js'
 
 const addFormats = addFormatsModule as unknown as { default: (ajv: Ajv) => Ajv }
 
@@ -59,12 +60,28 @@ export interface Fault { field: string, reason: string }
 // (backreferences, lookaround) fails to compile, so the type is refused with 400.
 const tenantAjv = new Ajv({ allErrors: true, strict: false, validateSchema: true, addUsedSchema: false, logger: false, code: { regExp: linearRegExp } })
 addFormats.default(tenantAjv)
+// Linear uniqueItems and a budget of subschema applications (schema-cost.ts).
+boundKeywords(tenantAjv)
 
 function compile (schema: Record<string, unknown>): ValidateFunction {
+  const counted = withCosts(schema) as Record<string, unknown>
   try {
-    return tenantAjv.compile(schema)
+    return tenantAjv.compile(counted)
   } finally {
-    tenantAjv.removeSchema(schema)
+    tenantAjv.removeSchema(counted)
+  }
+}
+
+/** Faults listed per validation: allErrors finds one per failing item of a long list. */
+const MAX_ATTRIBUTE_FAULTS = 100
+
+/** Attribute faults, within the application budget their size allows (a fault when it runs out). */
+function attributeFaults (validate: ValidateFunction, attributes: Record<string, unknown>): Fault[] {
+  try {
+    return budgeted(attributes, () => validate(attributes)) ? [] : ajvErrors(validate.errors?.slice(0, MAX_ATTRIBUTE_FAULTS), 'attributes')
+  } catch (err) {
+    if (!(err instanceof SchemaBudgetExceeded)) throw err
+    return [{ field: 'attributes', reason: 'the object type\'s attributeSchema takes too many steps to check these attributes (its anyOf, allOf or oneOf branches over recursive definitions multiply); simplify the schema' }]
   }
 }
 
@@ -144,7 +161,7 @@ export function validateCandidate (def: TypeDefinition, candidate: Candidate, ca
   const unstorable = unstorableValue(candidate.attributes, 'attributes')
   const validate = validatorFor(def, cacheKey)
   if (unstorable) faults.push(unstorable)
-  else if (validate && !validate(candidate.attributes)) faults.push(...ajvErrors(validate.errors, 'attributes'))
+  else if (validate) faults.push(...attributeFaults(validate, candidate.attributes))
   if (candidate.geometry === null) {
     if (def.geometry.required) faults.push({ field: 'geometry', reason: 'is required by the object type' })
   } else {

@@ -1,6 +1,6 @@
 import type { ServiceContext } from '../context.js'
 import { AppError, notFound, validationError } from '../errors.js'
-import { isUuid, type Queryable, type Tx } from '../db.js'
+import { isUuid, withStatementTimeout, type Queryable, type Tx } from '../db.js'
 import { parse } from '../validation.js'
 import { page, type Page } from '../schemas.js'
 import * as access from '../access/index.js'
@@ -161,7 +161,8 @@ export async function validateAgainstType (ctx: ServiceContext, id: string, body
     workflowState: null
   }, v.status === 'published' ? `${id}:${version}` : null)
   // PostGIS's validity check, as the write makes it, once the structural checks of the geometry pass.
-  const refusal = input.geometry != null && !errors.some(e => e.field.startsWith('geometry')) ? await sql.geometryRefusal(ctx.db, input.geometry, v.definition.geometry) : null
+  const geometry = input.geometry != null && !errors.some(e => e.field.startsWith('geometry')) ? input.geometry : null
+  const refusal = geometry === null ? null : await withStatementTimeout(ctx.db, ctx.config.queryStatementTimeoutMs, db => sql.geometryRefusal(db, geometry, v.definition.geometry))
   if (refusal !== null) errors.push(refusal.details as unknown as Fault)
   return { valid: errors.length === 0, version, errors }
 }

@@ -12,6 +12,8 @@ export const LIMITS = {
   /** Filter objects in the whole tree, leaves and combinations. */
   nodes: 500,
   topLevelFilters: 100,
+  /** contains/startsWith/endsWith leaves in the whole tree: each is a LIKE over every candidate row. */
+  textFilters: 20,
   inValues: 1000,
   stringLength: 4096,
   geometryPositions: 10_000,

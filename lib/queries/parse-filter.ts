@@ -2,7 +2,7 @@ import { validationError } from '../errors.js'
 import { isUuid } from '../db.js'
 import { ajv } from '../validation.js'
 import { Timestamp } from '../schemas.js'
-import { findAntipodalEdge, validateGeometry, type Geometry } from '../geo/index.js'
+import { findAntipodalEdge, geometryPositions, validateGeometry, type Geometry } from '../geo/index.js'
 import { LIMITS, requireText, resolveField } from './fields.js'
 import type { ColumnField, CompareOp, FilterNode, Scalar, ValueField } from './types.js'
 
@@ -21,7 +21,7 @@ export const OPERATORS = [...COMBINATORS, ...Object.keys(COMPARE), ...Object.key
 
 const isTimestamp = ajv.compile(Timestamp)
 
-interface Budget { nodes: number }
+interface Budget { nodes: number, texts: number }
 
 function isRecord (v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v)
@@ -38,7 +38,7 @@ export function parseFilters (raw: unknown, at = 'filters'): FilterNode | null {
   if (!Array.isArray(raw)) throw validationError(at, 'must be an array of filters')
   if (raw.length > LIMITS.topLevelFilters) throw validationError(at, `must hold at most ${LIMITS.topLevelFilters} filters`)
   if (raw.length === 0) return null
-  const budget = { nodes: 0 }
+  const budget = { nodes: 0, texts: 0 }
   const children = raw.map((f, i) => parseNode(f, `${at}[${i}]`, 1, budget))
   return children.length === 1 ? children[0] : { kind: 'and', children }
 }
@@ -51,7 +51,9 @@ function parseNode (raw: unknown, at: string, depth: number, budget: Budget): Fi
     throw validationError(`${at}.operator`, `must be one of ${OPERATORS.join(', ')}`)
   }
   if ((COMBINATORS as readonly string[]).includes(operator)) return parseCombined(raw, operator as 'and' | 'or' | 'not', at, depth, budget)
-  return parseLeaf(raw, SHORT[operator] ?? operator, at)
+  const leaf = parseLeaf(raw, SHORT[operator] ?? operator, at)
+  if (leaf.kind === 'text' && ++budget.texts > LIMITS.textFilters) throw validationError(at, `a query holds at most ${LIMITS.textFilters} text filters (contains, startsWith, endsWith) in all`)
+  return leaf
 }
 
 function parseCombined (raw: Record<string, unknown>, kind: 'and' | 'or' | 'not', at: string, depth: number, budget: Budget): FilterNode {
@@ -127,19 +129,6 @@ function parseSpatial (raw: Record<string, unknown>, operator: string, at: strin
   if (operator === 'dwithin') return { kind: 'dwithin', geometry: onSphere(geometry(raw.value, vAt), vAt), meters: distance(raw.distanceMeters, `${at}.distanceMeters`) }
   if (!(SPATIAL_OPS as readonly string[]).includes(operator)) throw validationError(`${at}.operator`, `geometry takes within, contains, intersects, dwithin, bbox, exists, notExists, isNull or isNotNull, not ${operator}`)
   return { kind: 'spatial', op: operator as typeof SPATIAL_OPS[number], geometry: geometry(raw.value, vAt) }
-}
-
-function countPositions (v: unknown): number {
-  if (!Array.isArray(v)) return 0
-  if (typeof v[0] === 'number') return 1
-  let n = 0
-  for (const x of v) n += countPositions(x)
-  return n
-}
-
-function geometryPositions (g: Geometry): number {
-  if (g.type !== 'GeometryCollection') return countPositions(g.coordinates)
-  return (g.geometries ?? []).reduce((n, x) => n + geometryPositions(x), 0)
 }
 
 function geometry (v: unknown, at: string): Geometry {

@@ -16,7 +16,7 @@ export const Filter = {
     'On geometry: within, contains, intersects (value: a GeoJSON geometry, positions [longitude, latitude]; planar in lon/lat, 2D), dwithin (value: a geometry, ' +
     'plus distanceMeters; on the sphere), bbox (value [minX, minY, maxX, maxY]). notEquals, notIn and not are exact ' +
     'complements: an object lacking the attribute matches them. Numbers compare numerically, strings as text, createdAt/updatedAt as times. ' +
-    `Bounds: ${LIMITS.nodes} filters in all, nesting ${LIMITS.depth} deep, ${LIMITS.inValues} values in in/notIn, strings of ` +
+    `Bounds: ${LIMITS.nodes} filters in all (${LIMITS.textFilters} of them contains, startsWith or endsWith), nesting ${LIMITS.depth} deep, ${LIMITS.inValues} values in in/notIn, strings of ` +
     `${LIMITS.stringLength} characters, ${LIMITS.geometryPositions} positions per geometry.`,
   properties: {
     field: { type: 'string', description: FIELD_DESCRIPTION },

@@ -1,4 +1,5 @@
 import type { ServiceContext } from '../context.js'
+import { withStatementTimeout } from '../db.js'
 import * as access from '../access/index.js'
 import { pageJson, pagination, type Page } from '../schemas.js'
 import { aggregateList, orderBy, whereClause } from './compile.js'
@@ -20,7 +21,13 @@ export async function runQueryJson (ctx: ServiceContext, body: unknown): Promise
   await access.authorize(ctx, 'objects', 'read')
   const q = parseRunQuery(body)
   await ctx.hooks.beforeQueryRun(ctx) // lib/license counts query_count
-  return q.graph === null ? findObjects(ctx, q) : JSON.stringify(await expandGraph(ctx, q, q.graph))
+  const graph = q.graph
+  return graph === null ? bounded(ctx, c => findObjects(c, q)) : JSON.stringify(await bounded(ctx, c => expandGraph(c, q, graph)))
+}
+
+/** A run's statements under QUERY_STATEMENT_TIMEOUT_MS: the caller chooses its cost. */
+function bounded<T> (ctx: ServiceContext, fn: (ctx: ServiceContext) => Promise<T>): Promise<T> {
+  return withStatementTimeout(ctx.db, ctx.config.queryStatementTimeoutMs, db => fn({ ...ctx, db }))
 }
 
 /** GET /v1/queries/objects: typeId, status (workflowState), paging and one sort key. */
@@ -30,7 +37,7 @@ export async function queryObjects (ctx: ServiceContext, params: ListParams): Pr
 
 export async function queryObjectsJson (ctx: ServiceContext, params: ListParams): Promise<string> {
   await access.authorize(ctx, 'objects', 'read')
-  return findObjects(ctx, fromListParams(params))
+  return bounded(ctx, c => findObjects(c, fromListParams(params)))
 }
 
 /**

@@ -7,7 +7,7 @@ import { parse, parseQuery } from '../../lib/validation.js'
 import { MAX_JSON_DEPTH } from '../../lib/storable.js'
 import { graphqlContext, type GraphqlContext } from './context.js'
 import { graphqlSchema, printedSchema } from './schema.js'
-import { costLimit, depthRule, MAX_COST, MAX_DEPTH } from './limits.js'
+import { costLimit, depthRule, sizeRule, MAX_COST, MAX_DEPTH } from './limits.js'
 import { formatError, logUnexpected } from './errors.js'
 import { fastList } from './fast-list.js'
 
@@ -64,12 +64,15 @@ const GraphqlResponse = {
   }
 } as const
 
-const LIMITS_TEXT = `Depth is limited to ${MAX_DEPTH} nested selections and cost to ${MAX_COST} (each field costs 1; the selection ` +
+const limitsText = (c: GraphqlLimits): string => `A document holds at most ${c.maxTokens} tokens and ${c.maxFields} fields, and an operation ${c.maxRootFields} root fields (aliases included). ` +
+  `Depth is limited to ${MAX_DEPTH} nested selections and cost to ${MAX_COST} (each field costs 1; the selection ` +
   `under a field with a limit argument counts limit times), and variables nest at most ${MAX_JSON_DEPTH} levels deep; each refusal is ` +
   'HTTP 400 with extensions.code BAD_REQUEST naming the limit. ' +
   'The same authentication, rate limit, body-size limit, permissions and audit as REST apply.'
 
-function createApollo (): ApolloServer<GraphqlContext> {
+interface GraphqlLimits { maxTokens: number, maxFields: number, maxRootFields: number }
+
+function createApollo (limits: GraphqlLimits): ApolloServer<GraphqlContext> {
   const apollo = new ApolloServer<GraphqlContext>({
     schema: graphqlSchema(),
     introspection: true,
@@ -77,7 +80,8 @@ function createApollo (): ApolloServer<GraphqlContext> {
     allowBatchedHttpRequests: false,
     persistedQueries: false,
     includeStacktraceInErrorResponses: false,
-    validationRules: [depthRule],
+    parseOptions: { maxTokens: limits.maxTokens },
+    validationRules: [sizeRule(limits), depthRule],
     formatError,
     // Cache-control hints would cost a hook per resolved field and answer nothing here: tenant
     // data is never cacheable by a shared cache. No landing page: the schema is at /graphql/schema.gql.
@@ -106,7 +110,8 @@ async function execute (apollo: ApolloServer<GraphqlContext>, req: RouteRequest)
 }
 
 export const graphqlRoutes: RouteModule = deps => {
-  const apollo = createApollo()
+  const apollo = createApollo(deps.config.graphql)
+  const LIMITS_TEXT = limitsText(deps.config.graphql)
   const endpoint = { path: '/v1/graphql', tag: 'graphql', auth: 'bearer', feature: 'graphql', errors: [400] } satisfies Partial<RouteSpec>
 
   return [

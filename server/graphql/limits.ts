@@ -1,5 +1,5 @@
 import { getComplexity, simpleEstimator, type ComplexityEstimator } from 'graphql-query-complexity'
-import { GraphQLError, Kind, type DocumentNode, type FragmentDefinitionNode, type SelectionSetNode, type ValidationRule } from 'graphql'
+import { GraphQLError, Kind, visit, BREAK, type DocumentNode, type FragmentDefinitionNode, type SelectionSetNode, type ValidationRule } from 'graphql'
 import type { ApolloServerPlugin } from '@apollo/server'
 import { MAX_JSON_DEPTH, nestsTooDeep } from '../../lib/storable.js'
 
@@ -9,7 +9,12 @@ import { MAX_JSON_DEPTH, nestsTooDeep } from '../../lib/storable.js'
  * - cost: every field costs 1, and the selection under a field with a `limit` argument (or a
  *   `query.limit`) counts `limit` times. `objects(limit: 100) { id typeId attributes geometry }`
  *   costs 401; the same with `relatedObjects(limit: 100) { id }` inside costs 20,301.
- * Both refusals are BAD_REQUEST (HTTP 400) naming the limit.
+ * - size: at most GRAPHQL_MAX_TOKENS tokens, refused by the parser (Apollo's parseOptions), so
+ *   before graphql's own validation, whose rules grow faster than the document (5,000 aliases
+ *   held the process 2 s); then at most GRAPHQL_MAX_FIELDS field selections as written (aliases
+ *   included), spreads not expanded (the cost limit weighs those), and GRAPHQL_MAX_ROOT_FIELDS
+ *   fields at an operation's root (run in parallel, each holding a connection);
+ * All refusals are BAD_REQUEST (HTTP 400) naming the limit.
  */
 export const MAX_DEPTH = 10
 export const MAX_COST = 50_000
@@ -54,6 +59,48 @@ export const depthRule: ValidationRule = context => {
     }))
   }
   return {}
+}
+
+/** The fields an operation selects at its root (through fragments there), each run in parallel. */
+function rootFields (set: SelectionSetNode, fragments: Map<string, FragmentDefinitionNode>, seen: Set<string>): number {
+  let n = 0
+  for (const s of set.selections) {
+    if (s.kind === Kind.FIELD) n++
+    else if (s.kind === Kind.INLINE_FRAGMENT) n += rootFields(s.selectionSet, fragments, seen)
+    else if (!seen.has(s.name.value)) {
+      seen.add(s.name.value)
+      const f = fragments.get(s.name.value)
+      if (f !== undefined) n += rootFields(f.selectionSet, fragments, seen)
+    }
+  }
+  return n
+}
+
+const sizeError = (message: string, limit: string, maximum: number): GraphQLError =>
+  new GraphQLError(message, { extensions: { code: 'BAD_REQUEST', details: { limit, maximum } } })
+
+/**
+ * Refuses a document holding more than `maxFields` field selections as written (counted up to
+ * maxFields + 1), or an operation with more than `maxRootFields` at its root: graphql runs a
+ * query's root fields at once, each with statements of its own, so one request of 500 aliased
+ * lists would hold 500 connections of the shared pool, past the tenant gate.
+ */
+export function sizeRule (limits: { maxFields: number, maxRootFields: number }): ValidationRule {
+  return context => {
+    const document = context.getDocument()
+    let n = 0
+    visit(document, { Field: () => (++n > limits.maxFields ? BREAK : undefined) })
+    if (n > limits.maxFields) {
+      context.reportError(sizeError(`the document holds more than ${limits.maxFields} fields (aliases included): ask for fewer`, 'fields', limits.maxFields))
+      return {}
+    }
+    const fragments = new Map(document.definitions.filter(d => d.kind === Kind.FRAGMENT_DEFINITION).map(d => [d.name.value, d]))
+    for (const op of document.definitions) {
+      if (op.kind !== Kind.OPERATION_DEFINITION || rootFields(op.selectionSet, fragments, new Set()) <= limits.maxRootFields) continue
+      context.reportError(sizeError(`the operation selects more than ${limits.maxRootFields} root fields (aliases included): ask for fewer, or in several requests`, 'rootFields', limits.maxRootFields))
+    }
+    return {}
+  }
 }
 
 const limitEstimator: ComplexityEstimator = ({ args, childComplexity }) => {

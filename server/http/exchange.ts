@@ -35,7 +35,13 @@ export async function exchange (deps: ExchangeDeps, route: CompiledRoute, raw: I
   } catch (err) {
     answer = errorAnswer(err, state)
   }
-  const status = send(res, req.method, answer, state, req.answerHeaders)
+  let status: number
+  try {
+    status = send(res, req.method, answer, state, req.answerHeaders)
+  } catch (err) {
+    state.release?.()
+    throw err
+  }
   deps.recorder.finish(state, req.method, route.spec.path, path, status, started)
 }
 
@@ -45,7 +51,9 @@ const NO_BODY = new Set([204, 304])
  * Writes an answer: `body` as JSON, or `bytes` as they are (a string, a Buffer, Buffer pieces in
  * one writev, or a stream piped until it ends; a stream that fails cuts the connection, so a
  * client never takes a truncated body for a whole one). HEAD gets the headers only. Every answer
- * carries X-Request-Id and the headers the guards set (`extra`: the rate limit's). Returns the status.
+ * carries X-Request-Id and the headers the guards set (`extra`: the rate limit's). Once the answer
+ * is written (a stream: ended, failed or cut), `state.release` gives back what the guards held.
+ * Returns the status.
  */
 export function send (res: ServerResponse, method: string, a: Answer, state: RequestState, extra?: Record<string, string>): number {
   const status = a.status ?? 200
@@ -54,14 +62,18 @@ export function send (res: ServerResponse, method: string, a: Answer, state: Req
   if (payload === undefined || NO_BODY.has(status)) {
     if (payload instanceof Readable) payload.destroy()
     res.writeHead(status, headers).end()
+    state.release?.()
     return status
   }
   headers['Content-Type'] = a.type ?? (a.bytes === undefined ? JSON_TYPE : 'application/octet-stream')
   if (payload instanceof Readable) {
     res.writeHead(status, headers)
-    if (method === 'HEAD') { payload.destroy(); res.end(); return status }
+    if (method === 'HEAD') { payload.destroy(); res.end(); state.release?.(); return status }
     // state.log is read only here: reading it makes the request's child logger.
-    pipeline(payload, res, err => { if (err !== undefined && err !== null && !res.destroyed) state.log.warn({ err }, 'answer stream failed') })
+    pipeline(payload, res, err => {
+      state.release?.()
+      if (err !== undefined && err !== null && !res.destroyed) state.log.warn({ err }, 'answer stream failed')
+    })
     return status
   }
   const pieces = typeof payload === 'string' || Buffer.isBuffer(payload) ? null : payload
@@ -75,5 +87,6 @@ export function send (res: ServerResponse, method: string, a: Answer, state: Req
     res.end()
     res.uncork()
   }
+  state.release?.()
   return status
 }

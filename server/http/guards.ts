@@ -4,6 +4,7 @@ import * as license from '../../lib/license/index.js'
 import { authenticate, identify, metricsToken, type AuthDeps } from '../middleware/auth.js'
 import { rateLimit } from '../middleware/rate-limit.js'
 import { jsonBody } from '../middleware/body.js'
+import { tenantGate } from '../middleware/tenant-gate.js'
 import type { CompiledRoute } from './exchange.js'
 import type { Route, RouteRequest, RouteSpec } from './route.js'
 
@@ -22,9 +23,11 @@ function requireFeature (feature: license.Feature): (req: RouteRequest) => Promi
 
 /**
  * Every route's guards, from its declared auth kind, in this order: identify before the limiter
- * (it keys on the identity), the limiter before the 401 (failed logins are counted), the body
- * last, after routing, limiting and authentication: an unauthenticated or throttled client never
- * makes us read its body, and a route that takes none ignores it.
+ * (it keys on the identity), the limiter before the 401 (failed logins are counted), the tenant
+ * gate once the tenant is known (a queued request has not been read yet), the body last, after
+ * routing, limiting and authentication: an unauthenticated or throttled client never makes us
+ * read its body, and a route that takes none ignores it. Unlimited routes (health, metrics) pass
+ * no gate; webhook routes learn their tenant only in the handler.
  */
 export function compileRoutes (routes: Route[], deps: GuardDeps): CompiledRoute[] {
   const who = identify(deps)
@@ -32,12 +35,14 @@ export function compileRoutes (routes: Route[], deps: GuardDeps): CompiledRoute[
   const limited = rateLimit(deps.limiter, deps.config.rateLimit.limit)
   const metrics = metricsToken(deps.config)
   const body = jsonBody(deps.config.maxBodyBytes)
+  const gate = deps.config.tenantGate.maxConcurrent > 0 ? [tenantGate(deps.config.tenantGate)] : []
   const guardsOf = (spec: RouteSpec): CompiledRoute['guards'] => {
     const limit = spec.unlimited === true ? [] : [limited]
+    const fair = spec.unlimited === true ? [] : gate
     const parse = spec.body !== undefined ? [body] : []
     const feature = spec.feature !== undefined ? [requireFeature(spec.feature)] : []
     switch (spec.auth) {
-      case 'bearer': return [who, ...limit, must, ...feature, ...parse]
+      case 'bearer': return [who, ...limit, must, ...fair, ...feature, ...parse]
       case 'metrics': return [...limit, metrics]
       case 'webhook': case 'none': return [...limit, ...parse]
     }

@@ -45,6 +45,8 @@ export interface RequestState {
   identity?: Identity
   authFailure?: Extract<TokenCheck, { ok: false }>
   maxBodyBytes?: number
+  /** Gives back what a guard holds until the answer is written (the tenant gate's slot); idempotent. */
+  release?: () => void
 }
 
 /** The request as a route sees it, the same whichever way it came in. */

@@ -1,0 +1,74 @@
+import { AppError } from '../../lib/errors.js'
+import type { RouteRequest } from '../http/route.js'
+
+export interface TenantGateOptions {
+  /** Requests of one tenant in flight at once in this process; 0: no gate. */
+  maxConcurrent: number
+  /** Requests of one tenant waiting for a slot; one more is refused at once. */
+  maxQueued: number
+  /** The longest a request waits for a slot before it is refused. */
+  maxWaitMs: number
+}
+
+interface Waiter { req: RouteRequest, resolve: () => void, timer: NodeJS.Timeout }
+/** One tenant's slots in this process: how many are taken, and who waits for one, oldest first. */
+interface Lane { active: number, queue: Waiter[] }
+
+/**
+ * Per-tenant fairness (docs/behaviour.md "Platform"): a tenant has at most `maxConcurrent`
+ * requests in flight in this process, from its token's check until its answer is written (a
+ * stream's last byte), so one tenant's slow requests cannot hold every connection of the shared
+ * pool. The others wait in the tenant's own FIFO queue, bounded in length and in time; beyond
+ * either, 429 RATE_LIMITED with Retry-After. Under the limit it costs a Map lookup and a counter.
+ */
+export function tenantGate (opts: TenantGateOptions): (req: RouteRequest) => Promise<void> | undefined {
+  const lanes = new Map<string, Lane>()
+
+  // Hands the slot to the oldest waiter, or frees it; an idle tenant leaves no entry behind.
+  const release = (tenant: string, lane: Lane): void => {
+    const next = lane.queue.shift()
+    if (next !== undefined) {
+      clearTimeout(next.timer)
+      next.req.state.release = releaser(tenant, lane)
+      next.resolve()
+    } else if (--lane.active === 0) lanes.delete(tenant)
+  }
+  // Idempotent: exchange calls it once the answer is written, and again if writing threw.
+  const releaser = (tenant: string, lane: Lane): () => void => {
+    let held = true
+    return () => { if (held) { held = false; release(tenant, lane) } }
+  }
+
+  return req => {
+    const tenant = req.service.tenantId
+    let lane = lanes.get(tenant)
+    if (lane === undefined) lanes.set(tenant, lane = { active: 0, queue: [] })
+    if (lane.active < opts.maxConcurrent) {
+      lane.active++
+      req.state.release = releaser(tenant, lane)
+      return undefined
+    }
+    if (lane.queue.length >= opts.maxQueued) throw busy(req, opts, 'queue is full')
+    const queue = lane.queue
+    return new Promise<void>((resolve, reject) => {
+      const waiter: Waiter = {
+        req,
+        resolve,
+        timer: setTimeout(() => {
+          const i = queue.indexOf(waiter)
+          if (i === -1) return // handed a slot in the same turn
+          queue.splice(i, 1)
+          reject(busy(req, opts, `waited ${opts.maxWaitMs} ms`))
+        }, opts.maxWaitMs)
+      }
+      queue.push(waiter)
+    })
+  }
+}
+
+function busy (req: RouteRequest, opts: TenantGateOptions, why: string): AppError {
+  req.answerHeaders['Retry-After'] = '1'
+  return new AppError('RATE_LIMITED', `too many requests of this tenant in progress (${opts.maxConcurrent} at once, ${why}); retry in 1 s`, {
+    retryAfterSeconds: 1, reason: 'tenant concurrency', maxConcurrent: opts.maxConcurrent
+  })
+}

@@ -1,0 +1,74 @@
+import { describe, it, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import { newTenant, publishedType, startServer, type Client, type TestServer } from '../support/harness.js'
+import { timed } from '../support/timing.js'
+import { createObject, point } from '../fixtures/objects.js'
+
+// A viewer's query-DSL runs cost what their text filters cost on every row of the tenant:
+// QUERY_STATEMENT_TIMEOUT_MS bounds each run's statements (503 NOT_READY, "ask for less"), and a
+// query holds at most 20 text filters (docs/behaviour.md "Query service").
+
+const ROWS = 20_000
+
+/** The most text filters a query may hold, none matching: each is a LIKE over every row. */
+const heavy = {
+  filters: [{ operator: 'or', filters: Array.from({ length: 20 }, (_, i) => ({ field: 'attributes.name', operator: 'contains', value: `ab${i}`.repeat(1000) })) }],
+  limit: 10
+}
+
+
+describe('query-DSL runs are bounded', { timeout: 120_000 }, () => {
+  let bounded: TestServer
+  let unbounded: TestServer
+  const tenant = newTenant('heavy')
+  let viewer: Client
+  before(async () => {
+    bounded = await startServer({ QUERY_STATEMENT_TIMEOUT_MS: '100' })
+    unbounded = await startServer({ QUERY_STATEMENT_TIMEOUT_MS: '0' })
+    viewer = bounded.as(tenant, ['viewer'])
+    const typeId = await publishedType(bounded.as(tenant, ['owner']))
+    await bounded.db.raw(`INSERT INTO objects (id, tenant_id, type_id, type_version, public_id, attributes, version, valid_from, created_at, updated_at)
+      SELECT gen_random_uuid(), ?, ?, 1, gen_random_uuid()::text, jsonb_build_object('name', repeat(md5(i::text), 30)), 1, now(), now(), now()
+      FROM generate_series(1, ?) i`, [tenant, typeId, ROWS])
+  })
+  after(async () => { await bounded?.close(); await unbounded?.close() })
+
+  it('refuses a query with more than 20 text filters (400 naming the filter), before any SQL', async () => {
+    const res = await viewer.post('/v1/queries/objects/run', {
+      filters: Array.from({ length: 21 }, () => ({ field: 'attributes.name', operator: 'contains', value: 'x' }))
+    })
+    assert.equal(res.status, 400)
+    assert.equal(res.body.error.details.field, 'filters[20]')
+    assert.match(res.body.error.message, /at most 20 text filters/)
+  })
+
+  it('cancels a run past QUERY_STATEMENT_TIMEOUT_MS with 503 NOT_READY, where an unbounded run holds its connection', async () => {
+    const slow = await timed(() => unbounded.request('POST', '/v1/queries/objects/run', { token: viewer.token, body: heavy }))
+    assert.equal(slow.res.status, 200, slow.res.text)
+    assert.ok(slow.ms >= 300, `the heavy run took only ${Math.round(slow.ms)} ms unbounded: the fixture is too light to show the bound`)
+    const cut = await timed(() => viewer.post('/v1/queries/objects/run', heavy))
+    assert.equal(cut.res.status, 503, cut.res.text)
+    assert.equal(cut.res.body.error.code, 'NOT_READY')
+    assert.equal(cut.res.body.error.details.reason, 'statement timeout')
+    assert.ok(cut.ms < slow.ms, `bounded ${Math.round(cut.ms)} ms, unbounded ${Math.round(slow.ms)} ms`)
+  })
+
+  it('keeps another tenant fast and never 5xx, and readiness 200, under 30 parallel heavy runs of one viewer', async () => {
+    const other = newTenant('calm')
+    const owner = bounded.as(other, ['owner'])
+    const typeId = await publishedType(owner, { geometry: { required: false, types: ['Point'] } })
+    const id = (await createObject(owner, { typeId, attributes: { name: 'b' }, geometry: point() })).body.id
+    const flood = Array.from({ length: 30 }, () => viewer.post('/v1/queries/objects/run', heavy))
+    const checks = await Promise.all([
+      timed(() => owner.get(`/v1/objects/${id}`)),
+      timed(() => createObject(owner, { typeId, attributes: { name: 'c' }, geometry: point(13.5, 52.4) })),
+      timed(() => owner.post('/v1/queries/objects/run', { filters: [{ field: 'typeId', operator: 'equals', value: typeId }] })),
+      timed(() => bounded.request('GET', '/v1/health/ready'))
+    ])
+    assert.deepEqual(checks.map(c => c.res.status), [200, 201, 200, 200])
+    for (const c of checks) assert.ok(c.ms < 2000, `the other tenant waited ${Math.round(c.ms)} ms`)
+    // The flood's own answers: cancelled (503) or queued too long (429), never a 500.
+    const statuses = new Set((await Promise.all(flood)).map(r => r.status))
+    for (const s of statuses) assert.ok(s === 503 || s === 429, `flood answered ${s}`)
+  })
+})
