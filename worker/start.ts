@@ -16,6 +16,9 @@ import { warmConnections } from '../lib/db.js'
 import { timed } from './metrics.js'
 import * as objectTypes from '../lib/object-types/index.js'
 
+/** How often announced commits may make this process look for pending outbox events (as often as one process announces). */
+const CHECK_INTERVAL_MS = 100
+
 /**
  * A worker's share of a runtime: queues, handlers, schedules, the outbox poll and the counter
  * fold. Run by worker/main.ts, and inside the API's process in embedded mode. Returns the stop
@@ -78,7 +81,16 @@ export async function startWorker (rt: Runtime, config: Readonly<Config>, log: L
     }
   }
   const poll = setInterval(() => { void check() }, 1000)
-  const unsubscribe = outbox.onCommitted(rt.db, () => { void check() })
+  // Announcements come once per write of this process (and once per interval from the others):
+  // the first one checks at once, those that follow within CHECK_INTERVAL_MS share one check.
+  let lastAnnounced = -Infinity
+  let soon: NodeJS.Timeout | undefined
+  const unsubscribe = outbox.onCommitted(rt.db, () => {
+    if (soon !== undefined) return
+    const wait = lastAnnounced + CHECK_INTERVAL_MS - performance.now()
+    if (wait <= 0) { lastAnnounced = performance.now(); void check(); return }
+    soon = setTimeout(() => { soon = undefined; lastAnnounced = performance.now(); void check() }, wait)
+  })
   // Fold counter deltas (lib/counters) so that totals stay index-only sums over a few rows, then
   // vacuum away the rows folds deleted (writes fold licensed counters too). Two workers folding at
   // once is harmless: each deletes only rows it sees, and sums never move.
@@ -88,6 +100,7 @@ export async function startWorker (rt: Runtime, config: Readonly<Config>, log: L
   return () => {
     engine.stop()
     clearInterval(poll)
+    clearTimeout(soon)
     clearInterval(fold)
     unsubscribe()
   }
