@@ -56,6 +56,13 @@ if ! command -v promtool >/dev/null; then
   apt-get install -y -qq --no-install-recommends prometheus >/dev/null
 fi
 
+echo "== podman, buildah, runc and debootstrap (scripts/image-test.sh builds and runs the container image)"
+if ! command -v podman >/dev/null || ! command -v buildah >/dev/null || ! command -v runc >/dev/null || ! command -v debootstrap >/dev/null; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends podman buildah runc debootstrap >/dev/null
+fi
+
 echo "== Node 24 and packages"
 npm ci --no-audit --no-fund --loglevel=error
 export PATH="$PWD/node_modules/.bin:$PATH"
