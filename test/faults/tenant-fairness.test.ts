@@ -10,32 +10,42 @@ import { createObject, point } from '../fixtures/objects.js'
 // test holds, a stand-in for slow queries) must not take the shared pool (30 connections in the
 // harness) from the others: docs/behaviour.md "Platform", per-tenant fairness.
 
-interface Flood { a: Client, b: Client, bTypeId: string, bObjectId: string, aObjectId: string }
+interface Flood { a: Client, b: Client, aTenant: string, bTypeId: string, bObjectId: string, aObjectId: string }
 
 async function prepare (s: TestServer): Promise<Flood> {
-  const a = s.as(newTenant('flood'), ['owner'])
+  const aTenant = newTenant('flood')
+  const a = s.as(aTenant, ['owner'])
   const b = s.as(newTenant('calm'), ['owner'])
   const aType = await publishedType(a, { geometry: { required: false, types: ['Point'] } })
   const bTypeId = await publishedType(b, { geometry: { required: false, types: ['Point'] } })
   const aObjectId = (await createObject(a, { typeId: aType, attributes: { name: 'held' }, geometry: point() })).body.id
   const bObjectId = (await createObject(b, { typeId: bTypeId, attributes: { name: 'b' }, geometry: point() })).body.id
-  return { a, b, bTypeId, bObjectId, aObjectId }
+  return { a, b, aTenant, bTypeId, bObjectId, aObjectId }
 }
 
 /** A connection of the test's own that holds tenant A's object row locked until `unlock`. */
-async function lockRow (id: string): Promise<{ pid: number, blocked: () => Promise<number>, unlock: () => Promise<void> }> {
+async function lockRow (tenantId: string, id: string): Promise<{ pid: number, blocked: () => Promise<number>, unlock: () => Promise<void> }> {
   const c = new pg.Client({ connectionString: TEST_DATABASE_URL })
-  await c.connect()
-  await c.query('BEGIN')
-  await c.query('SELECT 1 FROM objects WHERE id = $1 FOR UPDATE', [id])
-  const pid = (await c.query('SELECT pg_backend_pid() AS pid')).rows[0].pid as number
   const probe = new pg.Client({ connectionString: TEST_DATABASE_URL })
-  await probe.connect()
+  try {
+    await c.connect()
+    await c.query('BEGIN')
+    // By tenant and id, as every statement of ours: Citus locks a row of one shard only so.
+    await c.query('SELECT 1 FROM objects WHERE tenant_id = $1 AND id = $2 FOR UPDATE', [tenantId, id])
+    await probe.connect()
+  } catch (err) {
+    await c.end().catch(() => {})
+    await probe.end().catch(() => {})
+    throw err
+  }
+  const pid = (await c.query('SELECT pg_backend_pid() AS pid')).rows[0].pid as number
   return {
     pid,
-    // Waiters queue on the row behind the first one (whose pid then blocks them): count them all.
+    // The PATCHes in progress (waiting on the row, here or, on Citus, on the worker holding its
+    // shard), whichever connection: count them all, the probe and the holder aside.
     blocked: async () => (await probe.query(`SELECT count(*)::int AS n FROM pg_stat_activity
-      WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%FROM objects%FOR UPDATE%' AND pid <> $1`, [pid])).rows[0].n,
+      WHERE datname = current_database() AND state = 'active' AND query LIKE '%FROM objects%FOR UPDATE%'
+        AND pid <> $1 AND pid <> pg_backend_pid()`, [pid])).rows[0].n,
     unlock: async () => { await c.query('ROLLBACK'); await c.end(); await probe.end() }
   }
 }
@@ -59,7 +69,7 @@ describe('per-tenant fairness: one tenant cannot hold the shared pool', { timeou
   after(() => s.close())
 
   it('keeps tenant B fast and never 5xx, and readiness 200, while tenant A has 40 requests stuck in the database', async () => {
-    const lock = await lockRow(f.aObjectId)
+    const lock = await lockRow(f.aTenant, f.aObjectId)
     let flood: Array<Promise<Response>> = []
     try {
       flood = patches(f, 40)
@@ -93,7 +103,7 @@ describe('per-tenant fairness: its queue is bounded in length and time', { timeo
   after(() => s.close())
 
   it('answers 429 RATE_LIMITED with Retry-After beyond the queue at once, and to a request that waited too long', async () => {
-    const lock = await lockRow(f.aObjectId)
+    const lock = await lockRow(f.aTenant, f.aObjectId)
     try {
       const t0 = performance.now()
       const flood = patches(f, 10).map(p => p.then(res => ({ res, ms: performance.now() - t0 })))
@@ -120,7 +130,7 @@ describe('per-tenant fairness switched off (TENANT_MAX_CONCURRENT_REQUESTS=0)', 
   after(() => s.close())
 
   it('lets the same flood take every connection, so tenant B waits for tenant A (what the gate prevents)', async () => {
-    const lock = await lockRow(f.aObjectId)
+    const lock = await lockRow(f.aTenant, f.aObjectId)
     let flood: Array<Promise<Response>> = []
     let b = Promise.resolve({ res: { status: 0 } as Response, ms: 0 })
     try {
