@@ -7,7 +7,9 @@ export type GeometryType = typeof GEOMETRY_TYPES[number]
 export interface Geometry { type: GeometryType, coordinates?: unknown, geometries?: Geometry[] }
 export interface GeoFault { path: string, reason: string }
 
-const MAX_COLLECTION_DEPTH = 4
+// PostGIS's GeoJSON reader (ST_GeomFromGeoJSON) refuses a GeometryCollection inside another one
+// ("geometry not supported", a 500 before this bound), and RFC 7946 3.1.8 asks to avoid them: one level.
+const MAX_COLLECTION_DEPTH = 1
 
 // Positions are 2D: every message asks for [longitude, latitude]. A third number passes this
 // structural check (RFC 7946 allows it), but a stored geometry refuses it (findElevation), and
@@ -81,7 +83,7 @@ export function validateGeometry (g: unknown, path = '', depth = 0): GeoFault | 
     case 'Polygon': return each(c, cp, 'linear rings', ring)
     case 'MultiPolygon': return each(c, cp, 'Polygons', (poly, p) => each(poly, p, 'linear rings', ring))
     default: {
-      if (depth >= MAX_COLLECTION_DEPTH) return { path, reason: `GeometryCollections nest at most ${MAX_COLLECTION_DEPTH} deep` }
+      if (depth >= MAX_COLLECTION_DEPTH) return { path, reason: 'a GeometryCollection cannot hold another GeometryCollection (RFC 7946 3.1.8): list its members instead' }
       return each(o.geometries, `${path}.geometries`, 'geometries', (x, p) => validateGeometry(x, p, depth + 1), 0)
     }
   }

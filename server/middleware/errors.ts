@@ -23,8 +23,9 @@ function toAppError (raw: unknown, state: RequestState): AppError {
   const e = raw as { status?: number, type?: string, expose?: boolean, message?: string }
   // Errors from the body parser (co-body / raw-body) carry a status and a type.
   if (e?.status === 413) return new AppError('PAYLOAD_TOO_LARGE', `request body exceeds ${state.maxBodyBytes ?? 'the limit of'} bytes`, {})
-  // zlib (Content-Encoding: gzip/deflate) failing on the client's bytes is the client's fault.
-  if (typeof (raw as { code?: unknown })?.code === 'string' && /^Z_/.test((raw as { code: string }).code)) {
+  // zlib failing on the client's bytes is the client's fault: Z_* for gzip/deflate, and Brotli's
+  // format errors (Node names BROTLI_DECODER_ERROR_FORMAT_* as ERR__ERROR_FORMAT_*) for br.
+  if (typeof (raw as { code?: unknown })?.code === 'string' && /^(Z_|ERR__ERROR_FORMAT_)/.test((raw as { code: string }).code)) {
     return new AppError('BAD_REQUEST', 'request body could not be decompressed', { field: 'Content-Encoding', reason: 'invalid compressed data' })
   }
   if (e?.status === 400 || e?.status === 415) return new AppError('BAD_REQUEST', e.type === 'entity.parse.failed' || /JSON/i.test(e.message ?? '') ? 'request body is not valid JSON' : (e.message ?? 'bad request'), {})

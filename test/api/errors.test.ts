@@ -105,6 +105,18 @@ describe('request bodies and error responses', () => {
     assertErrorBody(await post(JSON.stringify({ typeId: ctx.typeId }), { 'Content-Type': 'application/json', 'Content-Encoding': 'compress' }), 400, 'BAD_REQUEST')
   })
 
+  it('answers 400 BAD_REQUEST to a br body that is not Brotli (not a 500)', async () => {
+    // Found by test/faults/hostile-input.test.ts: Brotli's errors are not zlib's Z_* codes.
+    for (const bytes of [[30], [0xff, 0xff, 0xff], [0x1b, 0x03, 0x00]]) {
+      const res = await fetch(ctx.s.base + '/v1/objects', {
+        method: 'POST', body: Uint8Array.from(bytes), headers: { Authorization: `Bearer ${ctx.owner.token}`, 'Content-Type': 'application/json', 'Content-Encoding': 'br' }
+      })
+      const text = await res.text()
+      assert.equal(res.status, 400, text)
+      assert.equal(JSON.parse(text).error.code, 'BAD_REQUEST')
+    }
+  })
+
   it('answers a gzip body that inflates beyond MAX_BODY_BYTES with 413', async () => {
     const bomb = gzipSync(JSON.stringify({ typeId: ctx.typeId, attributes: { name: 'z'.repeat(MAX * 50) } }))
     assert.ok(bomb.length < MAX, 'the compressed body itself is small')

@@ -66,6 +66,14 @@ describe('object geometry validity', () => {
       })
     }
 
+    it('answers 400 naming the member to a GeometryCollection inside another (PostGIS cannot read it; was a 500)', async () => {
+      // Found by test/faults/hostile-input.test.ts (seed 1).
+      const nested = { type: 'GeometryCollection', geometries: [{ type: 'GeometryCollection', geometries: [{ type: 'Point', coordinates: [0, 0] }] }] }
+      const e = await refused(() => ctx.owner.post('/v1/objects', { typeId: ctx.typeId, geometry: nested }))
+      assert.equal(e.details.field, 'geometry.geometries[0]')
+      assert.match(e.message, /cannot hold another GeometryCollection/)
+    })
+
     it('answers 400 to a PATCH with an invalid geometry and leaves the object as it was', async () => {
       const o = (await createObject(ctx.owner, { typeId: ctx.typeId, geometry: square() })).body
       const e = await refused(() => ctx.owner.patch(`/v1/objects/${o.id}`, { geometry: bowtie }, { 'If-Match': '1' }))
