@@ -27,6 +27,10 @@ export function testConfig (env: Record<string, string> = {}): Readonly<Config> 
     DATABASE_URL: TEST_DATABASE_URL,
     AUTH_JWT_SECRET: TEST_JWT_SECRET,
     RATE_LIMIT_LIMIT: '100000',
+    // Tests burst one tenant's requests (80 creates at once): they wait for their turn rather than
+    // meet the queue's bounds, which test/faults/tenant-fairness.test.ts sets itself.
+    TENANT_MAX_QUEUED_REQUESTS: '100000',
+    TENANT_QUEUE_TIMEOUT_MS: '60000',
     LOG_LEVEL: 'error',
     ...env
   }, packageVersion())
