@@ -13,6 +13,8 @@ export interface Config {
   dataDir: string
   auth: {
     jwtSecret: string
+    /** AUTH_JWT_SECRET_PREVIOUS: still accepted for verification while a secret is rotated; null: none. */
+    previousJwtSecret: string | null
     issuer: string | null
     audience: string | null
     defaultTenant: string
@@ -169,6 +171,8 @@ export function loadConfig (env: Env, release = '0.0.0'): Readonly<Config> {
   if (!disabled && jwtSecret.length < 32) {
     throw new ConfigError('AUTH_JWT_SECRET', jwtSecret === '' ? 'is required (at least 32 characters)' : `must be at least 32 characters, got ${jwtSecret.length}`)
   }
+  const previousJwtSecret = str(env, 'AUTH_JWT_SECRET_PREVIOUS')
+  if (previousJwtSecret !== null && previousJwtSecret.length < 32) throw new ConfigError('AUTH_JWT_SECRET_PREVIOUS', `must be at least 32 characters, got ${previousJwtSecret.length}`)
   const defaultTenant = str(env, 'AUTH_DEFAULT_TENANT') ?? 'default'
   if (!TENANT_RE.test(defaultTenant)) throw new ConfigError('AUTH_DEFAULT_TENANT', 'must be 1 to 64 of A-Za-z0-9._-')
   const publicKey = str(env, 'LICENSE_PUBLIC_KEY')
@@ -195,6 +199,7 @@ export function loadConfig (env: Env, release = '0.0.0'): Readonly<Config> {
     dataDir: embeddedDataDir(env),
     auth: Object.freeze({
       jwtSecret,
+      previousJwtSecret,
       issuer: str(env, 'AUTH_JWT_ISSUER'),
       audience: str(env, 'AUTH_JWT_AUDIENCE'),
       defaultTenant,

@@ -47,16 +47,31 @@ export function verifyAccessToken (auth: Config['auth'], token: string | null): 
   return check
 }
 
+/**
+ * jwt.verify under the current secret, or, while a rotation runs (AUTH_JWT_SECRET_PREVIOUS), under
+ * the previous one when the current one finds the signature invalid (docs/operations.md
+ * "Rotating AUTH_JWT_SECRET").
+ */
+function verifySigned (auth: Config['auth'], token: string): string | jwt.JwtPayload {
+  const options: jwt.VerifyOptions = {
+    algorithms: ['HS256'],
+    ...(auth.issuer !== null ? { issuer: auth.issuer } : {}),
+    ...(auth.audience !== null ? { audience: auth.audience } : {})
+  }
+  try {
+    return jwt.verify(token, secretKey(auth.jwtSecret), options)
+  } catch (err) {
+    if (auth.previousJwtSecret === null || !(err instanceof jwt.JsonWebTokenError) || err.message !== 'invalid signature') throw err
+    return jwt.verify(token, secretKey(auth.previousJwtSecret), options)
+  }
+}
+
 function verifyUncached (auth: Config['auth'], token: string | null): TokenCheck {
   const fail = (reason: string, auditTenant = SYSTEM_TENANT, sub: string | null = null): TokenCheck => ({ ok: false, reason, auditTenant, sub })
   if (token === null || token === '') return fail('missing bearer token')
   let claims: jwt.JwtPayload
   try {
-    const decoded = jwt.verify(token, secretKey(auth.jwtSecret), {
-      algorithms: ['HS256'],
-      ...(auth.issuer !== null ? { issuer: auth.issuer } : {}),
-      ...(auth.audience !== null ? { audience: auth.audience } : {})
-    })
+    const decoded = verifySigned(auth, token)
     if (typeof decoded === 'string') return fail('token payload is not a JSON object')
     claims = decoded
   } catch (err) {

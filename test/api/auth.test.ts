@@ -132,6 +132,32 @@ describe('issuer and audience (AUTH_JWT_ISSUER, AUTH_JWT_AUDIENCE)', () => {
   })
 })
 
+describe('rotating the secret (AUTH_JWT_SECRET_PREVIOUS)', () => {
+  const tenant = newTenant('rot')
+  const next = 'the-next-secret-of-at-least-32-characters'
+  const signed = (secret: string, expiresIn: jwt.SignOptions['expiresIn'] = '1h') => jwt.sign({ sub: 'user-1', tenant, roles: ['viewer'] }, secret, { algorithm: 'HS256', expiresIn })
+  const me = (s: TestServer, t: string) => s.request('GET', '/v1/auth/me', { token: t })
+
+  it('accepts tokens of both secrets during the switch, and only the new one after it', async () => {
+    const during = await startServer({ AUTH_JWT_SECRET: next, AUTH_JWT_SECRET_PREVIOUS: TEST_JWT_SECRET })
+    const afterSwitch = await startServer({ AUTH_JWT_SECRET: next })
+    try {
+      assert.equal((await me(during, signed(next))).status, 200)
+      assert.equal((await me(during, signed(TEST_JWT_SECRET))).status, 200)
+      assertErrorBody(await me(during, signed('a-third-secret-nobody-configured-here-xx')), 401, 'UNAUTHORIZED')
+      // An expired token of the previous secret is still refused as expired.
+      const expired = await me(during, signed(TEST_JWT_SECRET, -10))
+      assertErrorBody(expired, 401, 'UNAUTHORIZED')
+      assert.match(expired.body.error.message, /expired/)
+      assertErrorBody(await me(afterSwitch, signed(TEST_JWT_SECRET)), 401, 'UNAUTHORIZED')
+      assert.equal((await me(afterSwitch, signed(next))).status, 200)
+    } finally {
+      await during.close()
+      await afterSwitch.close()
+    }
+  })
+})
+
 describe('AUTH_DISABLED=true', () => {
   it('is the anonymous owner of the default tenant, without any header', async () => {
     const s = await startServer({ AUTH_DISABLED: 'true' })

@@ -47,7 +47,7 @@ describe('loadConfig', () => {
     const c = loadConfig(BASE)
     assert.equal(c.port, 3000)
     assert.equal(c.databaseUrl, BASE.DATABASE_URL)
-    assert.deepEqual({ ...c.auth }, { jwtSecret: SECRET, issuer: null, audience: null, defaultTenant: 'default', disabled: false, maxLifetimeSeconds: 86_400 })
+    assert.deepEqual({ ...c.auth }, { jwtSecret: SECRET, previousJwtSecret: null, issuer: null, audience: null, defaultTenant: 'default', disabled: false, maxLifetimeSeconds: 86_400 })
     assert.deepEqual({ ...c.rateLimit }, { ttlSeconds: 60, limit: 120 })
     assert.equal(c.layerCacheTtlSeconds, 3600)
     assert.deepEqual({ ...c.license }, { publicKey: null, key: null, storageSecret: null, expiringSoonDays: 30 })
@@ -154,6 +154,7 @@ describe('loadConfig', () => {
       ['LICENSE_EXPIRING_SOON_DAYS', 'soon'],
       ['MAX_BODY_BYTES', '1MB'], ['MAX_BODY_BYTES', '100'],
       ['AUTH_DISABLED', 'yes'], ['AUTH_DISABLED', 'on'],
+      ['AUTH_JWT_SECRET_PREVIOUS', 'too-short'],
       ['AUTH_JWT_MAX_LIFETIME', '1d'], ['AUTH_JWT_MAX_LIFETIME', '0'], ['AUTH_JWT_MAX_LIFETIME', '59'], ['AUTH_JWT_MAX_LIFETIME', '31536001'],
       ['WEBHOOK_ALLOW_PRIVATE_NETWORKS', 'maybe'],
       ['LOG_LEVEL', 'verbose'], ['LOG_LEVEL', 'trace'],
