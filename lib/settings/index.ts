@@ -127,7 +127,8 @@ export async function startSettingsFeed (db: Db, databaseUrl: string, log: Logge
  * A per-tenant cache of one kind of setting, per pool; a tenant may hold several entries (`key`:
  * e.g. one per layer slug). Entries live until a change notification (or a feed reconnect) drops
  * the tenant's entries, or `maxAgeMs` passed; without a live feed every `get` loads afresh. A
- * load that raced with a notification is not kept (the generation moved on meanwhile).
+ * load that raced with a notification of its tenant (or a reconnect) is not kept; other tenants'
+ * notifications do not spoil it (on a busy database they arrive all the time).
  */
 export class TenantSettingsCache<T> {
   private readonly perDb = new WeakMap<Db, CacheState<T>>()
@@ -137,11 +138,10 @@ export class TenantSettingsCache<T> {
   private stateOf (db: Db): CacheState<T> {
     let s = this.perDb.get(db)
     if (s === undefined) {
-      const state: CacheState<T> = { tenants: new Map(), generation: 0, size: 0 }
+      const state: CacheState<T> = { tenants: new Map(), size: 0, clock: 0, changed: new Map(), resetAt: 0 }
       feedOf(db).listeners.add((kind, tenantId) => {
         if (kind !== this.kind) return
-        state.generation++
-        if (tenantId === null) { state.tenants.clear(); state.size = 0 } else drop(state, tenantId)
+        if (tenantId === null) { state.resetAt = ++state.clock; state.tenants.clear(); state.size = 0 } else this.changed(state, tenantId)
       })
       this.perDb.set(db, state)
       s = state
@@ -149,15 +149,24 @@ export class TenantSettingsCache<T> {
     return s
   }
 
+  /** Marks the tenant changed now (loads in flight for it are not kept) and drops its entries. */
+  private changed (s: CacheState<T>, tenantId: string): void {
+    s.clock++
+    // Marks matter only to loads in flight; past the bound, a reset stands in for them all.
+    if (s.changed.size >= (this.opts.maxEntries ?? 10_000)) { s.changed.clear(); s.resetAt = s.clock }
+    s.changed.set(tenantId, s.clock)
+    drop(s, tenantId)
+  }
+
   async get (db: Db, tenantId: string, load: () => Promise<T>, key = ''): Promise<T> {
     if (!feedOf(db).live) return load()
     const s = this.stateOf(db)
     const hit = s.tenants.get(tenantId)?.get(key)
     if (hit !== undefined && (this.opts.maxAgeMs === undefined || performance.now() - hit.at < this.opts.maxAgeMs)) return hit.value
-    const generation = s.generation
+    const started = s.clock
     const at = performance.now()
     const value = await load()
-    if (generation === s.generation && feedOf(db).live) {
+    if (s.resetAt <= started && (s.changed.get(tenantId) ?? 0) <= started && feedOf(db).live) {
       if (s.size >= (this.opts.maxEntries ?? 10_000)) { s.tenants.clear(); s.size = 0 }
       let entries = s.tenants.get(tenantId)
       if (entries === undefined) s.tenants.set(tenantId, entries = new Map())
@@ -169,13 +178,18 @@ export class TenantSettingsCache<T> {
 
   /** Drops the tenant's entries in this process at once (its own notification follows shortly). */
   forget (db: Db, tenantId: string): void {
-    const s = this.stateOf(db)
-    s.generation++
-    drop(s, tenantId)
+    this.changed(this.stateOf(db), tenantId)
   }
 }
 
-interface CacheState<T> { tenants: Map<string, Map<string, { value: T, at: number }>>, generation: number, size: number }
+interface CacheState<T> {
+  tenants: Map<string, Map<string, { value: T, at: number }>>
+  size: number
+  /** Counts notifications; `changed` holds each tenant's last, `resetAt` the last reconnect's. */
+  clock: number
+  changed: Map<string, number>
+  resetAt: number
+}
 
 function drop (s: CacheState<unknown>, tenantId: string): void {
   s.size -= s.tenants.get(tenantId)?.size ?? 0
