@@ -55,13 +55,20 @@ describe('layer exports across two API processes', () => {
   after(async () => { await Promise.all([a?.close(), b?.close()]) })
 
   it('serves a warm tile and its 304 without a database round trip', async () => {
-    const first = await viaB.get(tile)
-    assert.equal(first.status, 200)
-    const tag = first.headers.get('etag') ?? ''
-    const sent = await queriesDuring(b, async () => {
-      assert.equal((await viaB.get(tile)).status, 200)
-      assert.equal((await viaB.get(tile, { 'If-None-Match': tag })).status, 304)
-    })
+    // The setup's writes are announced to B within milliseconds, or later on a loaded machine: a
+    // late announcement drops B's warm value once. Warm again then; a cache that never holds fails.
+    let sent: string[] = []
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const first = await viaB.get(tile)
+      assert.equal(first.status, 200)
+      const tag = first.headers.get('etag') ?? ''
+      sent = await queriesDuring(b, async () => {
+        assert.equal((await viaB.get(tile)).status, 200)
+        assert.equal((await viaB.get(tile, { 'If-None-Match': tag })).status, 304)
+      })
+      if (sent.length === 0) break
+      await new Promise(resolve => setTimeout(resolve, 300))
+    }
     assert.deepEqual(sent, [])
   })
 
