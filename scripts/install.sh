@@ -14,54 +14,23 @@ if command -v redis-server >/dev/null && ! redis-cli -h 127.0.0.1 ping >/dev/nul
   redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no || true
 fi
 
-echo "== PostGIS"
-if ! dpkg -s postgresql-15-postgis-3 >/dev/null 2>&1; then
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq postgresql-15-postgis-3 >/dev/null
-fi
+# apt_need "<what it is for>" <debian packages...>: installs the packages not yet installed.
+apt_need () {
+  local why=$1 pkg missing=(); shift
+  echo "== $why"
+  for pkg in "$@"; do dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg"); done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
 
-echo "== GDAL (ogrinfo: the layer tests open our OGC API, GeoJSON, NDJSON and MVT with it)"
-if ! command -v ogrinfo >/dev/null; then
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends gdal-bin >/dev/null
-fi
-
-echo "== Chromium (the /map test drives it headless through playwright-core)"
-if ! command -v chromium >/dev/null; then
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends chromium >/dev/null
-fi
-
-echo "== curl and jq (the README tour, run as written by test/tour/readme-shell.test.ts)"
-if ! command -v jq >/dev/null || ! command -v curl >/dev/null; then
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends jq curl >/dev/null
-fi
-
-echo "== wrk (npm run bench measures warm tiles with it, a C load generator, beside its Node client)"
-if ! command -v wrk >/dev/null; then
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends wrk >/dev/null
-fi
-
-echo "== promtool (test/integration/metrics-promtool.test.ts checks /metrics, deploy/prometheus and deploy/grafana with it)"
-if ! command -v promtool >/dev/null; then
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends prometheus >/dev/null
-fi
-
-echo "== podman, buildah, runc and debootstrap (scripts/image-test.sh builds and runs the container image)"
-if ! command -v podman >/dev/null || ! command -v buildah >/dev/null || ! command -v runc >/dev/null || ! command -v debootstrap >/dev/null; then
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends podman buildah runc debootstrap >/dev/null
-fi
+apt_need "PostGIS" postgresql-15-postgis-3
+apt_need "GDAL (ogrinfo: the layer tests open our OGC API, GeoJSON, NDJSON and MVT with it)" gdal-bin
+apt_need "Chromium (the /map test drives it headless through playwright-core)" chromium
+apt_need "curl and jq (the README tour, run as written by test/tour/readme-shell.test.ts)" curl jq
+apt_need "wrk (npm run bench measures warm tiles with it, a C load generator, beside its Node client)" wrk
+apt_need "promtool (test/integration/metrics-promtool.test.ts checks /metrics, deploy/prometheus and deploy/grafana with it)" prometheus
+apt_need "podman, buildah, runc and debootstrap (scripts/image-test.sh builds and runs the container image)" podman buildah runc debootstrap
 
 echo "== Node 24 and packages"
 npm ci --no-audit --no-fund --loglevel=error

@@ -9,3 +9,5 @@ export {
   getLicense, installLicense, deploymentFingerprint, type EffectiveLicense, type LicenseDto, type InstallResult
 } from './service.js'
 export { writeHooks } from './hooks.js'
+// Query runs are counted in batches; a caller that reads the counters (a test, a status) flushes first.
+export { flushQueryRuns } from './query-runs.js'

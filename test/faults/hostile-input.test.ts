@@ -1,7 +1,7 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import fc from 'fast-check'
-import { flushQueryRuns } from '../../lib/license/query-runs.js'
+import { flushQueryRuns } from '../../lib/license/index.js'
 import { newTenant, publishedType, startServer, type Client, type TestServer } from '../support/harness.js'
 
 // Property-based hostile input (issue 35 point 6): fast-check generates request bodies, filter
@@ -20,7 +20,7 @@ const REQUEST_TIMEOUT_MS = 10_000
 // ---------------------------------------------------------------------------------------------
 // Sending, and the invariants of every answer
 
-interface Answer { status: number, text: string, body: any }
+interface Answer { status: number, text: string, body: any, logged?: string }
 
 async function send (s: TestServer, c: Client, method: string, path: string, body: string | Uint8Array, contentType = 'application/json', headers: Record<string, string> = {}): Promise<Answer> {
   const res = await fetch(s.base + path, {
@@ -32,11 +32,11 @@ async function send (s: TestServer, c: Client, method: string, path: string, bod
   const text = await res.text()
   let parsed: unknown = text
   try { parsed = JSON.parse(text) } catch { /* checked below */ }
-  return { status: res.status, text, body: parsed }
+  return { status: res.status, text, body: parsed, logged: res.status >= 500 ? s.lastLoggedError() : undefined }
 }
 
 function assertContract (what: string, a: Answer): void {
-  assert.ok(a.status < 500, `${what}: ${a.status} ${a.text.slice(0, 400)}`)
+  assert.ok(a.status < 500, `${what}: ${a.status} ${a.text.slice(0, 400)}${a.logged !== undefined ? ` (server logged: ${a.logged})` : ''}`)
   if (a.status < 400) return
   const e = a.body?.error
   assert.ok(typeof e?.code === 'string' && e.code !== '' && typeof e.message === 'string', `${what}: ${a.status} without the error body: ${a.text.slice(0, 400)}`)

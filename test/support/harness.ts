@@ -1,6 +1,7 @@
 import http from 'node:http'
 import { before, after } from 'node:test'
 import type { AddressInfo } from 'node:net'
+import { Writable } from 'node:stream'
 import { randomUUID } from 'node:crypto'
 import jwt from 'jsonwebtoken'
 import { Redis } from 'ioredis'
@@ -56,6 +57,8 @@ export interface Response<T = any> {
   headers: Headers
   body: T
   text: string
+  /** On a 5xx answer: what the server logged last at level error (the cause, for the failure message). */
+  logged?: string
 }
 
 export interface RequestOptions { token?: string, body?: unknown, headers?: Record<string, string>, raw?: string }
@@ -70,6 +73,8 @@ export interface TestServer {
   request: <T = any>(method: string, path: string, opts?: RequestOptions) => Promise<Response<T>>
   /** A client bound to one tenant and role set. */
   as: (tenant: string, roles: string[], sub?: string) => Client
+  /** The last error the app logged (its message and code), when the test did not pass its own logger. */
+  lastLoggedError: () => string | undefined
   close: () => Promise<void>
 }
 
@@ -91,6 +96,26 @@ export interface ServerOptions {
   jobs?: boolean
 }
 
+/**
+ * A logger at level error that prints as silentLog does and keeps the last error's message and
+ * code: a test's failure message can then say why the server answered 500 (CI shows the message,
+ * not always the log lines around it).
+ */
+function errorRecorder (): { log: Logger, last: () => string | undefined } {
+  let last: string | undefined
+  const stream = new Writable({
+    write (chunk: Buffer, _enc, done) {
+      process.stdout.write(chunk)
+      try {
+        const line = JSON.parse(chunk.toString()) as { msg?: string, err?: { message?: string, code?: string, stack?: string } }
+        last = `${line.msg ?? ''}: ${line.err?.code ?? ''} ${line.err?.message ?? ''} ${(line.err?.stack ?? '').split('\n').slice(1, 4).join(' ')}`.trim()
+      } catch { last = chunk.toString().slice(0, 500) }
+      done()
+    }
+  })
+  return { log: createLogger('test', 'error', stream), last: () => last }
+}
+
 /** The real app on a real socket (127.0.0.1, random port) over the real test database. */
 export async function startServer (env: Record<string, string> = {}, opts: ServerOptions = {}): Promise<TestServer> {
   const config = testConfig(env)
@@ -100,7 +125,8 @@ export async function startServer (env: Record<string, string> = {}, opts: Serve
   const sequencer = new Sequencer(db, () => {})
   const boss = opts.jobs === true ? await startBoss(databaseUrl) : null
   const feed = await startSettingsFeed(db, databaseUrl, silentLog)
-  const app = createApp({ config, db, log: opts.log ?? silentLog, sequencer, jobs: boss ? pgBossSender(boss) : null, redis, hooks: wireModules() })
+  const logged = errorRecorder()
+  const app = createApp({ config, db, log: opts.log ?? logged.log, sequencer, jobs: boss ? pgBossSender(boss) : null, redis, hooks: wireModules() })
   const server = http.createServer(app.callback())
   await new Promise<void>(resolve => server.listen(0, '127.0.0.1', resolve))
   const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
@@ -115,7 +141,7 @@ export async function startServer (env: Record<string, string> = {}, opts: Serve
     const text = await res.text()
     let parsed: unknown = text
     try { parsed = text === '' ? null : JSON.parse(text) } catch { /* not JSON */ }
-    return { status: res.status, headers: res.headers, body: parsed as T, text }
+    return { status: res.status, headers: res.headers, body: parsed as T, text, logged: res.status >= 500 ? logged.last() : undefined }
   }
 
   function as (tenant: string, roles: string[], sub = 'user-1'): Client {
@@ -131,7 +157,7 @@ export async function startServer (env: Record<string, string> = {}, opts: Serve
   }
 
   return {
-    base, routes: app.routes.map(r => r.spec), db, config, sequencer, request, as,
+    base, routes: app.routes.map(r => r.spec), db, config, sequencer, request, as, lastLoggedError: logged.last,
     async close () {
       await new Promise<void>(resolve => server.close(() => resolve()))
       await sequencer.stop()
