@@ -12,6 +12,7 @@ import { benchLicense } from './license.js'
 import { benchGraphql } from './graphql.js'
 import { benchLayers } from './layers.js'
 import { benchMerkle } from './merkle.js'
+import { benchChanges } from './changes.js'
 import { benchCitus } from './citus.js'
 import { benchEmbedded } from './embedded.js'
 
@@ -55,7 +56,8 @@ await new Promise<void>((resolve, reject) => run('db/setup').on('exit', code => 
 await resetData()
 const port = await freePort()
 // The automation section's receivers listen on 127.0.0.1: the API takes rules naming it.
-const api = run('server/main', { PORT: String(port), WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' })
+// The changes section opens 1,000 streams of one tenant.
+const api = run('server/main', { PORT: String(port), WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', CHANGES_MAX_STREAMS_PER_TENANT: '2000' })
 const baseUrl = `http://127.0.0.1:${port}`
 const db = createDb(DATABASE_URL, { poolMax: 16 })
 try {
@@ -77,6 +79,7 @@ try {
   if (wants('graphql')) for (const line of await benchGraphql(ctx)) console.log(line)
   if (wants('layers')) await benchLayers({ ...ctx, apiPid: api.pid ?? 0 }, line => console.log(line))
   if (wants('merkle')) await benchMerkle(ctx, line => console.log(line))
+  if (wants('changes')) await benchChanges({ ...ctx, apiPid: api.pid ?? 0 }, line => console.log(line))
   if (wants('citus')) await benchCitus({ ...ctx, env, freePort }, line => console.log(line))
   if (wants('embedded')) for (const line of await benchEmbedded({ ...ctx, apiPid: api.pid ?? 0 })) console.log(line)
 } finally {
