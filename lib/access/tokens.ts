@@ -10,6 +10,8 @@ export interface Identity {
   tenant: string
   roles: string[]
   scope: string | null
+  /** When the token expires (its exp, in ms): what lasts longer than a request (a change stream) ends then. */
+  expiresAtMs: number
 }
 
 export type TokenCheck =
@@ -28,7 +30,7 @@ function secretKey (secret: string): KeyObject {
 // Verified tokens, per auth configuration: the same token string always verifies the same way
 // under the same secret, issuer and audience, so only expiry needs checking again. Bounded;
 // the oldest entry goes first.
-const verified = new WeakMap<Config['auth'], Map<string, { identity: Identity, expiresAtMs: number }>>()
+const verified = new WeakMap<Config['auth'], Map<string, { identity: Identity }>>()
 const MAX_VERIFIED = 10_000
 
 /** docs/behaviour.md "Authentication and roles": HS256 only; iss/aud when configured; sub, tenant and exp required. */
@@ -36,13 +38,12 @@ export function verifyAccessToken (auth: Config['auth'], token: string | null): 
   let cache = verified.get(auth)
   if (!cache) { cache = new Map(); verified.set(auth, cache) }
   const hit = token === null ? undefined : cache.get(token)
-  if (hit !== undefined && Date.now() < hit.expiresAtMs) return { ok: true, identity: hit.identity }
+  if (hit !== undefined && Date.now() < hit.identity.expiresAtMs) return { ok: true, identity: hit.identity }
   if (hit !== undefined) cache.delete(token as string)
   const check = verifyUncached(auth, token)
   if (check.ok && token !== null) {
     if (cache.size >= MAX_VERIFIED) cache.delete(cache.keys().next().value as string)
-    const exp = jwt.decode(token, { json: true })?.exp as number
-    cache.set(token, { identity: check.identity, expiresAtMs: exp * 1000 })
+    cache.set(token, { identity: check.identity })
   }
   return check
 }
@@ -93,7 +94,7 @@ function verifyUncached (auth: Config['auth'], token: string | null): TokenCheck
   const roles = claims.roles ?? []
   if (!Array.isArray(roles) || !roles.every(r => typeof r === 'string')) return fail('roles claim must be an array of strings', tenant, claims.sub)
   if (claims.scope !== undefined && typeof claims.scope !== 'string') return fail('scope claim must be a string', tenant, claims.sub)
-  return { ok: true, identity: { sub: claims.sub, tenant, roles, scope: claims.scope ?? null } }
+  return { ok: true, identity: { sub: claims.sub, tenant, roles, scope: claims.scope ?? null, expiresAtMs: (claims.exp as number) * 1000 } }
 }
 
 /**
@@ -108,7 +109,7 @@ function lifetimeFault (claims: jwt.JwtPayload, maxSeconds: number): string | nu
 }
 
 export function anonymousIdentity (auth: Config['auth']): Identity {
-  return { sub: 'anonymous', tenant: auth.defaultTenant, roles: ['owner'], scope: null }
+  return { sub: 'anonymous', tenant: auth.defaultTenant, roles: ['owner'], scope: null, expiresAtMs: Infinity }
 }
 
 /**

@@ -20,6 +20,9 @@ interface Stream { out: Readable, after: number, group: Group }
 interface Group { key: string, selection: Selection, streams: Set<Stream> }
 interface Tenant { id: string, groups: Map<string, Group>, count: number, running: boolean, again: boolean }
 
+/** setTimeout's longest delay; a token living longer ends its stream then (the client resumes). */
+const MAX_TIMER_MS = 2 ** 31 - 1
+
 /** Changes per read of a group. */
 const PAGE = 1000
 
@@ -48,8 +51,11 @@ export class ChangeHub {
     this.timer.unref()
   }
 
-  /** A new stream of the tenant from `start`: SSE text, ended when the hub stops or drops it. */
-  open (tenantId: string, start: Start): Readable {
+  /**
+   * A new stream of the tenant from `start`: SSE text, ended when the hub stops or drops it, or
+   * at `untilMs` (the token's expiry: a stream outliving its token would read on without one).
+   */
+  open (tenantId: string, start: Start, untilMs = Infinity): Readable {
     let t = this.tenants.get(tenantId)
     if (t === undefined) this.tenants.set(tenantId, t = { id: tenantId, groups: new Map(), count: 0, running: false, again: false })
     if (t.count >= this.opts.maxStreamsPerTenant) {
@@ -63,7 +69,9 @@ export class ChangeHub {
     const stream: Stream = { out: new Readable({ read () {} }), after: start.after, group: g }
     g.streams.add(stream)
     t.count++
-    stream.out.once('close', () => { this.detach(t, stream) })
+    const expiry = Number.isFinite(untilMs) ? setTimeout(() => { this.drop(t, stream, 'token expired: resume with a new token') }, Math.min(Math.max(0, untilMs - Date.now()), MAX_TIMER_MS)) : null
+    expiry?.unref()
+    stream.out.once('close', () => { if (expiry !== null) clearTimeout(expiry); this.detach(t, stream) })
     // The first bytes go out at once, so the client has the headers before any change.
     stream.out.push(': stream open\n\n')
     this.wake(tenantId)
@@ -119,6 +127,7 @@ export class ChangeHub {
 
   /** Ends a stream with its position: what it was sent is ahead of this in the same buffer. */
   private drop (t: Tenant, s: Stream, reason: string): void {
+    if (!s.group.streams.has(s)) return // already ended
     s.out.push(`event: dropped\ndata: ${JSON.stringify({ reason, cursor: encodeCursor(t.id, s.after) })}\n\n`)
     s.out.push(null)
     this.detach(t, s)

@@ -40,7 +40,7 @@ export const changeRoutes: RouteModule = (deps) => {
       if (!wantsStream(req)) return { bytes: await changes.listChanges(req.service, req.query), type: JSON_TYPE }
       const position = req.header('Last-Event-ID')
       const { start } = await changes.start(req.service, req.query, position === '' ? undefined : position, true)
-      const out = hub.open(req.service.tenantId, start)
+      const out = hub.open(req.service.tenantId, start, req.state.identity?.expiresAtMs)
       // A stream lasts: it gives back its tenant's request slot (its own limit is the streams').
       req.state.release?.()
       return { headers: { 'Cache-Control': 'no-store', 'X-Accel-Buffering': 'no' }, bytes: out, type: `${EVENT_STREAM}; charset=utf-8` }

@@ -273,6 +273,21 @@ describe('GET /v1/changes as a live stream (text/event-stream)', () => {
     } finally { one.close(); two.close() }
   })
 
+  it('ends a stream when its token expires, with the cursor to resume from under a new token', async () => {
+    const brief = token({ tenant, roles: ['viewer'] }, { expiresIn: 2 })
+    const stream = await openSse(`${a.base}/v1/changes?since=now`, { Authorization: `Bearer ${brief}` })
+    try {
+      assert.equal(stream.status, 200)
+      await stream.ended
+      const dropped = stream.events.find(e => e.event === 'dropped')
+      assert.ok(dropped, `ends with a dropped event: ${JSON.stringify(stream.events)}`)
+      const info = JSON.parse(dropped.data!)
+      assert.match(info.reason, /token expired/)
+      const resumed = await owner.get(`/v1/changes?since=${info.cursor}`)
+      assert.equal(resumed.status, 200, resumed.text)
+    } finally { stream.close() }
+  })
+
   it('drops a consumer that does not read, with the cursor to resume from, rather than buffer without bound', async () => {
     const hub = new ChangeHub(a.db, { maxStreamsPerTenant: 10, heartbeatMs: 60_000, bufferBytes: 16 * 1024 }, silentLog)
     try {
