@@ -4,7 +4,7 @@ import { once } from 'node:events'
 import { readFile } from 'node:fs/promises'
 import { PgBoss, type Job } from 'pg-boss'
 import type { Db } from '../lib/db.js'
-import { benchTenant, http, median, row, startService, throughput } from './support.js'
+import { benchTenant, http, median, percentile, row, startService, throughput } from './support.js'
 import { DELIVERY_LOOPS, RUN_LOOPS } from '../worker/automation.js'
 import { workInLoops, type LoopOptions } from '../worker/loops.js'
 import { startReceiver, type Receiver } from '../test/support/automation.js'
@@ -36,18 +36,23 @@ const CLIENTS = 16
 const OBJECTS = Number(process.env.BENCH_AUTOMATION_OBJECTS ?? 64)
 const BASELINE_QUEUE = 'bench.noop'
 
-async function startWorkers (env: AutomationBenchEnv['env'], n: number): Promise<ChildProcess[]> {
+/** Starts `n` worker processes; resolves once each has logged that it started (or after 30 s). */
+export async function startWorkers (env: AutomationBenchEnv['env'], n: number): Promise<ChildProcess[]> {
   return Promise.all(Array.from({ length: n }, async () => {
     // Private networks allowed: the webhook section's receiver listens on 127.0.0.1.
     const child = startService('worker/main', { ...env, LOG_LEVEL: 'info', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' }, ['ignore', 'pipe', 'inherit'])
     let out = ''
-    child.stdout!.on('data', d => { out += String(d) })
+    const listen = (d: Buffer): void => { out += String(d) }
+    child.stdout!.on('data', listen)
     for (let i = 0; i < 300 && !/worker started/.test(out); i++) await new Promise(r => setTimeout(r, 100))
+    // Its later lines (one per job) are read and dropped: kept, they would grow for as long as it runs.
+    child.stdout!.off('data', listen)
+    child.stdout!.resume()
     return child
   }))
 }
 
-async function stopWorkers (workers: ChildProcess[]): Promise<void> {
+export async function stopWorkers (workers: ChildProcess[]): Promise<void> {
   await Promise.all(workers.map(async w => { w.kill('SIGTERM'); await once(w, 'exit') }))
 }
 
@@ -58,10 +63,10 @@ async function post (env: AutomationBenchEnv, path: string, token: string, body:
   return JSON.parse(text)
 }
 
-interface Fixture { tenant: string, token: string, ruleId: string, webhookToken: string, objectIds: string[] }
+export interface Fixture { tenant: string, token: string, ruleId: string, webhookToken: string, objectIds: string[] }
 
 /** A type with a workflow-less object pool and an active rule: webhook -> object.update. */
-async function fixture (env: AutomationBenchEnv): Promise<Fixture> {
+export async function fixture (env: AutomationBenchEnv): Promise<Fixture> {
   const tenant = benchTenant('automation')
   const token = env.tokenFor(tenant)
   const type = await post(env, '/v1/object-types', token, { key: 'probe', name: 'Probe', attributeSchema: { type: 'object', properties: { n: { type: 'number' } } } })
@@ -257,13 +262,8 @@ async function bossWebhookRate (boss: PgBoss, receiver: Receiver): Promise<numbe
  * Between phases: what autovacuum would have done meanwhile (this machine's CI server runs with
  * autovacuum off), so that a phase does not pay for the dead job and run rows of the one before.
  */
-async function settle (db: Db): Promise<void> {
-  for (const t of ['pgboss.job', 'automation_runs', 'outbox_events', 'counter_deltas']) await db.raw(`VACUUM ANALYZE ${t}`)
-}
-
-function percentile (xs: number[], p: number): number {
-  const s = [...xs].sort((a, b) => a - b)
-  return s[Math.min(s.length - 1, Math.floor(p * s.length))]
+export async function settle (db: Db, more: string[] = []): Promise<void> {
+  for (const t of ['pgboss.job', 'automation_runs', 'outbox_events', 'counter_deltas', ...more]) await db.raw(`VACUUM ANALYZE ${t}`)
 }
 
 /** Event -> run start at low load: one PATCH at a time, a rule on object.updated. */

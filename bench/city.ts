@@ -14,6 +14,13 @@ import { benchContext } from './support.js'
 
 export const AREA = { minX: 13.2, minY: 52.4, maxX: 13.6, maxY: 52.65 }
 
+/** The tile [z, x, y] holding a lon/lat position. */
+export function tileAt (z: number, lon: number, lat: number): [number, number, number] {
+  const n = 2 ** z
+  const r = lat * Math.PI / 180
+  return [z, Math.floor((lon + 180) / 360 * n), Math.floor((1 - Math.log(Math.tan(r) + 1 / Math.cos(r)) / Math.PI) / 2 * n)]
+}
+
 const TYPES = [
   { key: 'building', share: 0.5, attrs: (r: () => number, i: number) => ({ name: `building ${i}`, height: Math.round(3 + r() * 60), floors: 1 + Math.floor(r() * 12), use: pick(r, ['residential', 'office', 'retail', 'school']) }) },
   { key: 'tree', share: 0.3, attrs: (r: () => number, i: number) => ({ name: `tree ${i}`, height: Math.round(2 + r() * 25), species: pick(r, ['oak', 'linden', 'maple', 'pine', 'birch']) }) },
@@ -107,4 +114,25 @@ export async function seedCity (db: Db, databaseUrl: string, count: number, seed
     await client.end()
   }
   return { tenantId, typeIds, count, seedMs: Date.now() - t0 }
+}
+
+/**
+ * Inserts `n` objects of one published type in one statement, with their first versions and the
+ * counter deltas the pipeline would have written, then ANALYZEs. `attributes` and `geometry` are
+ * SQL expressions of the row number `i`, their `?` bindings given in that order.
+ */
+export async function insertObjects (db: Db, tenantId: string, typeId: string, n: number, attributes: string, geometry: string, bindings: number[] = []): Promise<void> {
+  await db.raw(`
+    WITH o AS (
+      INSERT INTO objects (id, tenant_id, type_id, type_version, public_id, attributes, geom, workflow_state, version, valid_from, created_at, updated_at)
+      SELECT gen_random_uuid(), ?, ?, 1, 'o-' || i, ${attributes}, ${geometry}, NULL, 1, now(), now(), now()
+      FROM generate_series(1, ?) i RETURNING *
+    ), v AS (
+      INSERT INTO object_versions (object_id, version, tenant_id, type_id, public_id, operation, attributes, geom, workflow_state, created_at, updated_at, valid_from, tx_from, actor)
+      SELECT id, 1, tenant_id, type_id, public_id, 'created', attributes, geom, workflow_state, created_at, updated_at, valid_from, created_at, NULL FROM o
+    )
+    INSERT INTO counter_deltas (tenant_id, counter, bucket, delta)
+    SELECT ?, c, ?, (SELECT count(*) FROM o) FROM unnest(ARRAY['objects', 'object_changes']) c`,
+  [tenantId, typeId, ...bindings, n, tenantId, typeId])
+  await db.raw('ANALYZE objects')
 }

@@ -7,9 +7,9 @@ import { PbfReader } from 'pbf'
 import type pg from 'pg'
 import type { Db } from '../lib/db.js'
 import { joinBytes, queryBytes } from '../lib/fenced/pg.js'
-import { BENCH_CLIENT, compare, leanRequest, row, startFloor, throughput, withClientCpu } from './support.js'
+import { BENCH_CLIENT, compare, leanRequest, loadAverage, memMb, row, startFloor, throughput, withClientCpu } from './support.js'
 import { TILE_SQL } from './raw-sql.js'
-import { seedCity } from './city.js'
+import { insertObjects, seedCity, tileAt } from './city.js'
 
 // Layers (issue 8): tiles cold (cache off) and warm, a GeoJSON bbox page, the NDJSON stream,
 // each next to the best direct SQL for the same answer, on 100,000 points of its own tenant.
@@ -38,38 +38,20 @@ async function apiAs (d: LayerBenchDeps, tenant: string, method: string, path: s
 
 const api = (d: LayerBenchDeps, method: string, path: string, body?: unknown): Promise<any> => apiAs(d, TENANT, method, path, body)
 
-/** The dataset, seeded once by SQL (objects, their first versions, and the counter deltas writes would add). */
+/** The dataset, seeded once by SQL (bench/city.ts insertObjects). */
 async function dataset (d: LayerBenchDeps): Promise<string> {
   const have = await d.db.raw("SELECT type_id::text AS t, count(*)::int AS n FROM objects WHERE tenant_id = ? AND deleted_at IS NULL GROUP BY 1", [TENANT])
   if (have.rows.length === 1 && have.rows[0].n === N) return have.rows[0].t
   const type = await api(d, 'POST', '/v1/object-types', { key: `site_${Date.now()}`, name: 'Site', attributeSchema: { type: 'object' } })
   await api(d, 'POST', `/v1/object-types/${type.id}/publish`, { to: 'published' })
-  await d.db.raw(`
-    WITH o AS (
-      INSERT INTO objects (id, tenant_id, type_id, type_version, public_id, attributes, geom, workflow_state, version, valid_from, created_at, updated_at)
-      SELECT gen_random_uuid(), ?, ?, 1, 'site-' || i, jsonb_build_object('name', 'site ' || i, 'height', i % 97),
-        ST_SetSRID(ST_MakePoint(? + random() * ?, ? + random() * ?), 4326), NULL, 1, now(), now(), now()
-      FROM generate_series(1, ?) i RETURNING *
-    ), v AS (
-      INSERT INTO object_versions (object_id, version, tenant_id, type_id, public_id, operation, attributes, geom, workflow_state, created_at, updated_at, valid_from, tx_from, actor)
-      SELECT id, 1, tenant_id, type_id, public_id, 'created', attributes, geom, workflow_state, created_at, updated_at, valid_from, created_at, NULL FROM o
-    )
-    INSERT INTO counter_deltas (tenant_id, counter, bucket, delta)
-    SELECT ?, c, ?, (SELECT count(*) FROM o) FROM unnest(ARRAY['objects', 'object_changes']) c`,
-  [TENANT, type.id, AREA.x, AREA.w, AREA.y, AREA.h, N, TENANT, type.id])
-  await d.db.raw('ANALYZE objects')
+  await insertObjects(d.db, TENANT, type.id, N, "jsonb_build_object('name', 'site ' || i, 'height', i % 97)",
+    'ST_SetSRID(ST_MakePoint(? + random() * ?, ? + random() * ?), 4326)', [AREA.x, AREA.w, AREA.y, AREA.h])
   return type.id
 }
 
 async function layer (d: LayerBenchDeps, slug: string, typeId: string, ttl: number): Promise<void> {
   try { await api(d, 'DELETE', `/v1/layers/definitions/${slug}`) } catch { /* not there */ }
   await api(d, 'POST', '/v1/layers/definitions', { name: slug, slug, cacheTtlSeconds: ttl, definition: { filters: { typeId }, fields: ['attributes.name', 'attributes.height'] } })
-}
-
-function tileAt (z: number, lon: number, lat: number): [number, number, number] {
-  const n = 2 ** z
-  const r = lat * Math.PI / 180
-  return [z, Math.floor((lon + 180) / 360 * n), Math.floor((1 - Math.log(Math.tan(r) + 1 / Math.cos(r)) / Math.PI) / 2 * n)]
 }
 
 /**
@@ -173,22 +155,11 @@ function wrk (d: LayerBenchDeps, path: string, coding: 'gzip' | 'identity', seco
   })
 }
 
-/** VmRSS (resident now) or VmHWM (the peak since start or since the last reset) of a process, in MB. */
-function memMb (pid: number, field: 'VmRSS' | 'VmHWM' = 'VmRSS'): number {
-  const m = new RegExp(`${field}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${pid}/status`, 'utf8'))
-  return m === null ? 0 : Number(m[1]) / 1024
-}
-
 /** CPU time (user + system) a process has used so far, in ms. */
 function cpuMs (pid: number): number {
   // /proc/PID/stat: fields 14 and 15 (utime, stime) in clock ticks (100 per second), after the ")" of the name.
   const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')
   return (Number(f[11]) + Number(f[12])) * 10
-}
-
-/** The 1-minute load average now (the machine is shared: figures are read next to it). */
-function loadAverage (): string {
-  return readFileSync('/proc/loadavg', 'utf8').split(' ')[0]
 }
 
 /** Resets the process's VmHWM to its current RSS (Linux clear_refs 5); false when not allowed. */

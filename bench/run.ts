@@ -15,6 +15,8 @@ import { benchMerkle } from './merkle.js'
 import { benchChanges } from './changes.js'
 import { benchCitus } from './citus.js'
 import { benchEmbedded } from './embedded.js'
+import { benchFairness } from './fairness.js'
+import { benchSoak } from './soak.js'
 
 // `npm run bench`: starts the real API as its own process on a benchmark database and prints
 // each figure as a ratio against a baseline measured in the same run.
@@ -62,11 +64,12 @@ const baseUrl = `http://127.0.0.1:${port}`
 const db = createDb(DATABASE_URL, { poolMax: 16 })
 try {
   await waitReady(baseUrl)
-  const tokenFor = (tenant: string) => jwt.sign({ sub: 'bench', tenant, roles: ['owner'] }, SECRET, { algorithm: 'HS256', expiresIn: '12h' })
+  const tokenFor = (tenant: string, roles = ['owner']) => jwt.sign({ sub: 'bench', tenant, roles }, SECRET, { algorithm: 'HS256', expiresIn: '12h' })
   console.log(`bench: ${ROUNDS} alternating rounds each, medians; ratio = candidate / baseline (higher is better for ops/s)`)
-  // BENCH_ONLY=core,layers,... runs only the named sections (all when unset); `citus` needs CITUS_BENCH_URL.
+  // BENCH_ONLY=core,layers,... runs only the named sections (all when unset, but `soak`, which
+  // runs only when named: ten minutes); `citus` needs CITUS_BENCH_URL.
   const only = new Set((process.env.BENCH_ONLY ?? '').split(',').map(s => s.trim()).filter(Boolean))
-  const wants = (section: string): boolean => only.size === 0 || only.has(section)
+  const wants = (section: string): boolean => only.size === 0 ? section !== 'soak' : only.has(section)
   const ctx = { db, databaseUrl: DATABASE_URL, baseUrl, tokenFor, rounds: ROUNDS }
   if (wants('core')) {
     const core = await benchCore(ctx, line => console.log(line))
@@ -82,6 +85,9 @@ try {
   if (wants('changes')) await benchChanges({ ...ctx, apiPid: api.pid ?? 0 }, line => console.log(line))
   if (wants('citus')) await benchCitus({ ...ctx, env, freePort }, line => console.log(line))
   if (wants('embedded')) for (const line of await benchEmbedded({ ...ctx, apiPid: api.pid ?? 0 })) console.log(line)
+  if (wants('fairness')) await benchFairness(ctx, line => console.log(line))
+  if (wants('soak')) await benchSoak({ ...ctx, env, apiPid: api.pid ?? 0 }, line => console.log(line))
+  else if (only.size === 0) console.log('soak: not run (only when BENCH_ONLY names it)')
 } finally {
   api.kill('SIGTERM')
   await db.destroy()

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import { appendFileSync } from 'node:fs'
+import { appendFileSync, readFileSync } from 'node:fs'
 import path from 'node:path'
 import { fork, spawn, spawnSync, type ChildProcess, type StdioOptions } from 'node:child_process'
 import { Agent, request } from 'node:http'
@@ -68,6 +68,12 @@ export async function withClientCpu (spent: (us: number) => void, run: () => Pro
   const u = process.cpuUsage(u0)
   spent(u.user + u.system)
   return rate
+}
+
+/** The p-quantile (p in 0..1) of samples: the value at rank floor(p * n) of the sorted samples. */
+export function percentile (xs: number[], p: number): number {
+  const s = [...xs].sort((a, b) => a - b)
+  return s[Math.min(s.length - 1, Math.floor(p * s.length))]
 }
 
 /** The middle value (the upper one of an even count), as every figure of the bench reports. */
@@ -141,12 +147,15 @@ export function httpText (env: { baseUrl: string }, token: string, method: strin
 }
 
 /**
- * A request by the lean client (one pool per origin): `headers` are header lines, each ending in
- * CRLF. Resolves with the status and the body's bytes.
+ * A request by the lean client: `headers` are header lines, each ending in CRLF. Resolves with the
+ * status and the body's bytes. One pool of 32 connections per origin, unless `pool` names one of
+ * its own (up to 1,024 connections): an actor of a load run (a flooding tenant, an open loop)
+ * then never waits for another's connections, nor for its own beyond what the API makes it wait.
  */
-export function leanRequest (baseUrl: string, method: string, path: string, headers: string, body?: Buffer): Promise<{ status: number, body: Buffer }> {
-  let client = lean.get(baseUrl)
-  if (client === undefined) lean.set(baseUrl, client = new LeanClient(baseUrl))
+export function leanRequest (baseUrl: string, method: string, path: string, headers: string, body?: Buffer, pool = ''): Promise<{ status: number, body: Buffer }> {
+  const key = `${pool} ${baseUrl}`
+  let client = lean.get(key)
+  if (client === undefined) lean.set(key, client = new LeanClient(baseUrl, pool === '' ? 32 : 1024))
   return client.request(method, path, headers, body)
 }
 
@@ -223,4 +232,84 @@ export async function startFloor (databaseUrl: string): Promise<{ baseUrl: strin
     child.once('exit', code => reject(new Error(`the HTTP floor exited ${code}`)))
   })
   return { baseUrl: `http://127.0.0.1:${port}`, pid: child.pid ?? 0, stop: () => { child.kill('SIGTERM') } }
+}
+
+/** VmRSS (resident now) or VmHWM (the peak since start or since the last reset) of a process, in MB. */
+export function memMb (pid: number, field: 'VmRSS' | 'VmHWM' = 'VmRSS'): number {
+  const m = new RegExp(`${field}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${pid}/status`, 'utf8'))
+  return m === null ? 0 : Number(m[1]) / 1024
+}
+
+/** The 1-minute load average now (the machine is shared: figures are read next to it). */
+export function loadAverage (): string {
+  return readFileSync('/proc/loadavg', 'utf8').split(' ')[0]
+}
+
+/**
+ * Starts `op(i)` at a fixed arrival rate for `seconds`, whether or not the calls before it have
+ * answered (an open loop: a slow answer does not hold back the next arrivals, so a stall shows in
+ * the latencies instead of hiding in a lower rate), and resolves once every call has settled.
+ * Returns the number of calls started.
+ */
+export async function openLoop (rate: number, seconds: number, op: (i: number) => Promise<void>): Promise<number> {
+  const total = Math.floor(rate * seconds)
+  const t0 = performance.now()
+  let pending = 0
+  let drained = (): void => {}
+  const settle = (): void => { if (--pending === 0) drained() }
+  for (let i = 0; i < total;) {
+    const due = Math.min(total, Math.floor((performance.now() - t0) * rate / 1000) + 1)
+    for (; i < due; i++) { pending++; op(i).then(settle, settle) }
+    await new Promise(resolve => setTimeout(resolve, Math.max(0, t0 + i * 1000 / rate - performance.now())))
+  }
+  if (pending > 0) await new Promise<void>(resolve => { drained = resolve })
+  return total
+}
+
+/**
+ * Latencies (ms) and answer statuses per operation of a load run; status 0 is a call that got no
+ * answer (refused connection, reset, a client error).
+ */
+export class OpLog {
+  private readonly ops = new Map<string, { ms: number[], statuses: Map<number, number> }>()
+
+  /** Times `call` (which resolves with the answer's status) under `op`; resolves with the status. */
+  async time (op: string, call: () => Promise<number>): Promise<number> {
+    const t0 = performance.now()
+    let status = 0
+    try { status = await call() } catch { /* no answer: status 0 */ }
+    let o = this.ops.get(op)
+    if (o === undefined) this.ops.set(op, o = { ms: [], statuses: new Map() })
+    o.ms.push(performance.now() - t0)
+    o.statuses.set(status, (o.statuses.get(status) ?? 0) + 1)
+    return status
+  }
+
+  names (): string[] { return [...this.ops.keys()] }
+
+  /** The latencies of `op`, or of every operation. */
+  latencies (op?: string): number[] {
+    return op === undefined ? [...this.ops.values()].flatMap(o => o.ms) : this.ops.get(op)?.ms ?? []
+  }
+
+  /** Calls of `op` (or of all) whose status passes `which`. */
+  count (which: (status: number) => boolean, op?: string): number {
+    let n = 0
+    for (const [name, o] of this.ops) if (op === undefined || name === op) for (const [s, k] of o.statuses) if (which(s)) n += k
+    return n
+  }
+
+  /** `200: 10, 429: 3` for `op`, statuses in order. */
+  statusLine (op: string): string {
+    return [...(this.ops.get(op)?.statuses ?? new Map<number, number>())].sort((a, b) => a[0] - b[0]).map(([s, k]) => `${s === 0 ? 'no answer' : s}: ${k}`).join(', ')
+  }
+}
+
+/**
+ * Status of a request by the lean client through the connections of `pool` (leanRequest), its
+ * body sent as JSON (an object) or as given (a Buffer); `headers` as leanRequest's.
+ */
+export async function statusOf (pool: string, baseUrl: string, token: string, method: string, path: string, body?: unknown, headers = ''): Promise<number> {
+  const bytes = body === undefined ? undefined : Buffer.isBuffer(body) ? body : Buffer.from(JSON.stringify(body))
+  return (await leanRequest(baseUrl, method, path, `Authorization: Bearer ${token}\r\n${headers}`, bytes, pool)).status
 }

@@ -1,0 +1,188 @@
+import type { ChildProcess } from 'node:child_process'
+import { AREA, seedCity, tileAt } from './city.js'
+import { OpLog, http, loadAverage, memMb, openLoop, percentile, statusOf } from './support.js'
+import { fixture, settle, startWorkers, stopWorkers, type AutomationBenchEnv, type Fixture } from './automation.js'
+
+// Soak (issue 35 point 5): a mixed workload (reads, writes, queries, tiles, automation) at 70 % of
+// the capacity measured first, for BENCH_SOAK_SECONDS, with the API's and the worker's memory
+// sampled: no upward RSS trend, p99 within 3x p50 per operation, no errors. Runs only when
+// BENCH_ONLY names it (bench/README.md).
+
+export interface SoakBenchEnv extends AutomationBenchEnv { apiPid: number }
+
+const SECONDS = Number(process.env.BENCH_SOAK_SECONDS ?? 600)
+const CAPACITY_SECONDS = Number(process.env.BENCH_SOAK_CAPACITY_SECONDS ?? 15)
+const SHARE = 0.7
+// The capacity's closed loop: 16 in flight, as the core section's c16 rows.
+const CAPACITY_CLIENTS = 16
+const SAMPLE_MS = 2000
+// Stand-in for autovacuum, which the bench's server runs without: the churned tables every minute.
+const VACUUM_MS = 60_000
+// RSS slope over the second half above which memory is said to climb: see bench/README.md "soak".
+const SLOPE_GOAL_MB_PER_MIN = 1
+
+// The mix, one cycle of 20 arrivals: get 6, create 3, update 3, tile 3, list 2, query 2, automation 1.
+const CYCLE = ['get', 'create', 'get', 'tile', 'update', 'list', 'get', 'query', 'create', 'get',
+  'tile', 'update', 'automation', 'get', 'list', 'tile', 'create', 'update', 'get', 'query'] as const
+type Op = typeof CYCLE[number]
+
+interface World { token: string, typeId: string, ids: string[], versions: Map<string, number>, busy: Set<string>, automation: Fixture }
+
+/** The soak's tenant: a city of 20,000 points, a layer of it (cached as by default), and automation's fixture. */
+async function world (env: SoakBenchEnv): Promise<World> {
+  const city = await seedCity(env.db, env.databaseUrl, 20_000)
+  const token = env.tokenFor(city.tenantId)
+  await http(env, token, 'POST', '/v1/layers/definitions', { name: 'soak', slug: 'soak', definition: { fields: ['attributes.name', 'attributes.height'] } })
+  const ids = (await env.db.raw('SELECT id FROM objects WHERE tenant_id = ? ORDER BY random() LIMIT 1000', [city.tenantId])).rows.map((r: { id: string }) => r.id)
+  return { token, typeId: city.typeIds[0], ids, versions: new Map(ids.map((id: string) => [id, 1])), busy: new Set(), automation: await fixture(env) }
+}
+
+/** The i-th call of `op`, resolving with its status; `ok` says which statuses are success. */
+function call (env: SoakBenchEnv, w: World, op: Op, i: number): Promise<number> {
+  const send = (method: string, path: string, body?: unknown, headers?: string) => statusOf('soak', env.baseUrl, w.token, method, path, body, headers)
+  const at = (k: number): [number, number] => [AREA.minX + (k % 397) / 397 * (AREA.maxX - AREA.minX), AREA.minY + (k % 251) / 251 * (AREA.maxY - AREA.minY)]
+  switch (op) {
+    case 'get': return send('GET', `/v1/objects/${w.ids[(i * 7919) % w.ids.length]}`)
+    case 'create': return send('POST', '/v1/objects', { typeId: w.typeId, attributes: { name: `soak ${i}`, height: i % 50 }, geometry: { type: 'Point', coordinates: at(i) } })
+    case 'update': return update(env, w, i)
+    case 'list': return send('GET', '/v1/objects?limit=100&sortBy=createdAt&sortOrder=desc')
+    case 'query': {
+      const [x, y] = at(i)
+      return send('POST', '/v1/queries/objects/run', { filters: [{ field: 'geometry', operator: 'bbox', value: [x, y, x + 0.01, y + 0.006] }], limit: 100 })
+    }
+    case 'tile': return send('GET', `/v1/layers/tiles/soak/${tileAt(14, ...at(i * 31)).join('/')}.mvt`)
+    case 'automation': {
+      const a = w.automation
+      return statusOf('soak', env.baseUrl, a.webhookToken, 'POST', '/v1/automation/triggers/bench', { id: a.objectIds[i % a.objectIds.length], n: i })
+    }
+  }
+}
+
+/** A PATCH with If-Match of an object no other call of the soak is changing (a 409 would be the bench's fault). */
+async function update (env: SoakBenchEnv, w: World, i: number): Promise<number> {
+  let id = w.ids[i % w.ids.length]
+  for (let k = i; w.busy.has(id); k++) id = w.ids[k % w.ids.length]
+  w.busy.add(id)
+  try {
+    const version = w.versions.get(id) ?? 1
+    const status = await statusOf('soak', env.baseUrl, w.token, 'PATCH', `/v1/objects/${id}`, { attributes: { name: `updated ${i}`, height: i % 40 } }, `If-Match: "${version}"\r\n`)
+    if (status === 200) w.versions.set(id, version + 1)
+    return status
+  } finally {
+    w.busy.delete(id)
+  }
+}
+
+const ok = (s: number) => s >= 200 && s < 300
+
+/** The mix in a closed loop of CAPACITY_CLIENTS for CAPACITY_SECONDS: calls per second. */
+async function capacity (env: SoakBenchEnv, w: World, log: OpLog): Promise<number> {
+  let next = 0
+  const t0 = performance.now()
+  const end = t0 + CAPACITY_SECONDS * 1000
+  await Promise.all(Array.from({ length: CAPACITY_CLIENTS }, async () => {
+    while (performance.now() < end) {
+      const i = next++
+      await log.time(CYCLE[i % CYCLE.length], () => call(env, w, CYCLE[i % CYCLE.length], i))
+    }
+  }))
+  return next / ((performance.now() - t0) / 1000)
+}
+
+/** Waits (up to `ms`) until no run of the fixture's rule is queued or running; returns how many still are. */
+async function runsDrained (env: SoakBenchEnv, a: Fixture, ms: number): Promise<number> {
+  const deadline = Date.now() + ms
+  for (;;) {
+    const r = await env.db.raw("SELECT count(*)::int AS n FROM automation_runs WHERE tenant_id = ? AND rule_id = ? AND status IN ('queued', 'running')", [a.tenant, a.ruleId])
+    if (r.rows[0].n === 0 || Date.now() > deadline) return r.rows[0].n
+    await new Promise(resolve => setTimeout(resolve, 200))
+  }
+}
+
+/** Least-squares slope of (seconds, MB) samples, in MB per minute. */
+function slope (samples: Array<[number, number]>): number {
+  const n = samples.length
+  const mx = samples.reduce((s, [x]) => s + x, 0) / n
+  const my = samples.reduce((s, [, y]) => s + y, 0) / n
+  let sxy = 0
+  let sxx = 0
+  for (const [x, y] of samples) { sxy += (x - mx) * (y - my); sxx += (x - mx) ** 2 }
+  return sxx === 0 ? 0 : sxy / sxx * 60
+}
+
+/** VmRSS of each process every SAMPLE_MS until stopped: [seconds since start, MB]. */
+function sampleRss (pids: Record<string, number>): { samples: Record<string, Array<[number, number]>>, stop: () => void } {
+  const samples: Record<string, Array<[number, number]>> = Object.fromEntries(Object.keys(pids).map(k => [k, []]))
+  const t0 = performance.now()
+  const take = (): void => { for (const [k, pid] of Object.entries(pids)) samples[k].push([(performance.now() - t0) / 1000, memMb(pid)]) }
+  take()
+  const timer = setInterval(take, SAMPLE_MS)
+  return { samples, stop: () => { clearInterval(timer); take() } }
+}
+
+const ms = (v: number) => v < 10 ? v.toFixed(1) : v.toFixed(0)
+
+export async function benchSoak (env: SoakBenchEnv, say: (line: string) => void): Promise<void> {
+  const w = await world(env)
+  const workers: ChildProcess[] = await startWorkers(env.env, 1)
+  try {
+    // Untimed first (fresh paths compile), then the closed loop that gives the capacity.
+    await capacity(env, w, new OpLog())
+    await runsDrained(env, w.automation, 60_000)
+    await settle(env.db, ['objects', 'object_versions'])
+    const cap = await capacity(env, w, new OpLog())
+    await runsDrained(env, w.automation, 60_000)
+    await settle(env.db, ['objects', 'object_versions'])
+    const rate = cap * SHARE
+    say(`soak: capacity of the mix (get 6, create 3, update 3, tile 3, list 2, query 2, automation ingress 1 in 20), closed loop c${CAPACITY_CLIENTS}, ${CAPACITY_SECONDS} s: ${cap.toFixed(0)} calls/s; load ${loadAverage()}`)
+    say(`soak: ${SECONDS} s open loop at ${(SHARE * 100).toFixed(0)} % of it, ${rate.toFixed(0)} calls/s; 1 worker process; RSS every ${SAMPLE_MS / 1000} s`)
+
+    const log = new OpLog()
+    const since = new Date()
+    const rss = sampleRss({ API: env.apiPid, worker: workers[0].pid! })
+    let vacuuming = Promise.resolve()
+    const vacuum = setInterval(() => { vacuuming = vacuuming.then(() => settle(env.db, ['objects', 'object_versions'])).catch(() => {}) }, VACUUM_MS)
+    const t0 = performance.now()
+    try {
+      await openLoop(rate, SECONDS, async i => { await log.time(CYCLE[i % CYCLE.length], () => call(env, w, CYCLE[i % CYCLE.length], i)) })
+    } finally {
+      clearInterval(vacuum)
+      rss.stop()
+      await vacuuming
+    }
+    const took = (performance.now() - t0) / 1000
+    const unfinished = await runsDrained(env, w.automation, 60_000)
+    const runs = (await env.db.raw(`SELECT status, count(*)::int AS n, percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM finished_at - queued_at)) * 1000 AS p50,
+        percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM finished_at - queued_at)) * 1000 AS p99
+      FROM automation_runs WHERE tenant_id = ? AND rule_id = ? AND queued_at >= ? GROUP BY status`, [w.automation.tenant, w.automation.ruleId, since])).rows as Array<{ status: string, n: number, p50: number | null, p99: number | null }>
+    const failedRuns = runs.filter(r => r.status !== 'succeeded').reduce((n, r) => n + r.n, 0)
+    const succeeded = runs.find(r => r.status === 'succeeded')
+
+    const calls = log.latencies().length
+    say(`soak: ${calls} calls in ${took.toFixed(0)} s (${(calls / took).toFixed(0)}/s); load at the end ${loadAverage()}`)
+    say('')
+    say('| operation | calls | p50 (ms) | p99 (ms) | p99 / p50 | goal | errors |')
+    say('|---|---:|---:|---:|---:|---:|---:|')
+    const line = (name: string, xs: number[], errors: number, goal = true) => {
+      const p50 = percentile(xs, 0.5)
+      const p99 = percentile(xs, 0.99)
+      say(`| ${name} | ${xs.length} | ${ms(p50)} | ${ms(p99)} | ${(p99 / p50).toFixed(1)} | ${goal ? `<= 3${p99 <= 3 * p50 ? '' : ' (missed)'}` : ''} | ${errors} |`)
+    }
+    for (const op of new Set(CYCLE)) line(op, log.latencies(op), log.count(s => !ok(s), op))
+    line('all (mixed operations: not held to the goal)', log.latencies(), log.count(s => !ok(s)), false)
+    if (succeeded !== undefined) say(`| automation run, queued -> effect committed | ${succeeded.n} | ${ms(succeeded.p50 ?? 0)} | ${ms(succeeded.p99 ?? 0)} | ${((succeeded.p99 ?? 0) / (succeeded.p50 ?? 1)).toFixed(1)} | | ${failedRuns} failed, ${unfinished} unfinished |`)
+    say('')
+    say(`| process | RSS first (MB) | RSS last (MB) | min / max (MB) | slope over the second half (MB/min) | goal |`)
+    say('|---|---:|---:|---:|---:|---:|')
+    for (const [name, xs] of Object.entries(rss.samples)) {
+      const half = xs.filter(([t]) => t >= took / 2)
+      const s = slope(half)
+      const mbs = xs.map(([, m]) => m)
+      say(`| ${name} | ${mbs[0].toFixed(0)} | ${mbs[mbs.length - 1].toFixed(0)} | ${Math.min(...mbs).toFixed(0)} / ${Math.max(...mbs).toFixed(0)} | ${s.toFixed(2)} (${half.length} samples) | < ${SLOPE_GOAL_MB_PER_MIN}${s < SLOPE_GOAL_MB_PER_MIN ? '' : ' (missed)'} |`)
+    }
+    const errors = log.count(s => !ok(s)) + failedRuns + unfinished
+    say(`soak: errors ${errors} (goal 0): calls not 2xx ${log.count(s => !ok(s))}, automation runs failed ${failedRuns}, unfinished a minute after the load ${unfinished}`)
+  } finally {
+    await stopWorkers(workers)
+  }
+}
