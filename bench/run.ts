@@ -14,6 +14,7 @@ import { benchLayers } from './layers.js'
 import { benchMerkle } from './merkle.js'
 import { benchCitus } from './citus.js'
 import { benchEmbedded } from './embedded.js'
+import { benchFleet } from './fleet.js'
 
 // `npm run bench`: starts the real API as its own process on a benchmark database and prints
 // each figure as a ratio against a baseline measured in the same run.
@@ -78,6 +79,7 @@ try {
   if (wants('layers')) await benchLayers({ ...ctx, apiPid: api.pid ?? 0 }, line => console.log(line))
   if (wants('merkle')) await benchMerkle(ctx, line => console.log(line))
   if (wants('citus')) await benchCitus({ ...ctx, env, freePort }, line => console.log(line))
+  if (wants('fleet')) await benchFleet({ ...ctx, env }, line => console.log(line))
   if (wants('embedded')) for (const line of await benchEmbedded({ ...ctx, apiPid: api.pid ?? 0 })) console.log(line)
 } finally {
   api.kill('SIGTERM')
