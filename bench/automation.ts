@@ -1,10 +1,9 @@
 import type { ChildProcess } from 'node:child_process'
 import { request as httpRequest } from 'node:http'
 import { once } from 'node:events'
-import { readFile } from 'node:fs/promises'
 import { PgBoss, type Job } from 'pg-boss'
 import type { Db } from '../lib/db.js'
-import { benchTenant, http, median, percentile, row, startService, throughput } from './support.js'
+import { backendSeconds, benchTenant, cpuTimes, http, median, percentile, row, startService, throughput, type ServiceOptions } from './support.js'
 import { DELIVERY_LOOPS, RUN_LOOPS } from '../worker/automation.js'
 import { workInLoops, type LoopOptions } from '../worker/loops.js'
 import { startReceiver, type Receiver } from '../test/support/automation.js'
@@ -36,11 +35,11 @@ const CLIENTS = 16
 const OBJECTS = Number(process.env.BENCH_AUTOMATION_OBJECTS ?? 64)
 const BASELINE_QUEUE = 'bench.noop'
 
-/** Starts `n` worker processes; resolves once each has logged that it started (or after 30 s). */
-export async function startWorkers (env: AutomationBenchEnv['env'], n: number): Promise<ChildProcess[]> {
+/** `n` worker processes (`options`: a CPU limit, node options), each once it announced its start. */
+export async function startWorkers (env: AutomationBenchEnv['env'], n: number, options: ServiceOptions = {}): Promise<ChildProcess[]> {
   return Promise.all(Array.from({ length: n }, async () => {
     // Private networks allowed: the webhook section's receiver listens on 127.0.0.1.
-    const child = startService('worker/main', { ...env, LOG_LEVEL: 'info', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' }, ['ignore', 'pipe', 'inherit'])
+    const child = startService('worker/main', { ...env, LOG_LEVEL: 'info', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' }, ['ignore', 'pipe', 'inherit'], options)
     let out = ''
     const listen = (d: Buffer): void => { out += String(d) }
     child.stdout!.on('data', listen)
@@ -56,17 +55,18 @@ export async function stopWorkers (workers: ChildProcess[]): Promise<void> {
   await Promise.all(workers.map(async w => { w.kill('SIGTERM'); await once(w, 'exit') }))
 }
 
-async function post (env: AutomationBenchEnv, path: string, token: string, body: unknown): Promise<any> {
+async function post (env: Pick<AutomationBenchEnv, 'baseUrl'>, path: string, token: string, body: unknown): Promise<any> {
   const res = await fetch(env.baseUrl + path, { method: 'POST', headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' }, body: JSON.stringify(body) })
   const text = await res.text()
   if (res.status >= 300) throw new Error(`${path}: ${res.status} ${text}`)
   return JSON.parse(text)
 }
 
-export interface Fixture { tenant: string, token: string, ruleId: string, webhookToken: string, objectIds: string[] }
+/** A tenant, its objects, and one active rule triggered by ingress calls to `slug`. */
+export interface Fixture { tenant: string, token: string, ruleId: string, webhookToken: string, slug: string, objectIds: string[] }
 
 /** A type with a workflow-less object pool and an active rule: webhook -> object.update. */
-export async function fixture (env: AutomationBenchEnv): Promise<Fixture> {
+export async function fixture (env: Pick<AutomationBenchEnv, 'baseUrl' | 'tokenFor'>): Promise<Fixture> {
   const tenant = benchTenant('automation')
   const token = env.tokenFor(tenant)
   const type = await post(env, '/v1/object-types', token, { key: 'probe', name: 'Probe', attributeSchema: { type: 'object', properties: { n: { type: 'number' } } } })
@@ -78,7 +78,7 @@ export async function fixture (env: AutomationBenchEnv): Promise<Fixture> {
     effect: { type: 'object.update', objectId: '{{payload.id}}', attributes: { n: '{{payload.n}}' } }
   })
   await post(env, `/v1/automation/rules/${rule.id}/publish`, token, { to: 'active' })
-  return { tenant, token, ruleId: rule.id, webhookToken: rule.webhookToken, objectIds }
+  return { tenant, token, ruleId: rule.id, webhookToken: rule.webhookToken, slug: 'bench', objectIds }
 }
 
 /**
@@ -97,22 +97,22 @@ async function finished (db: Db, f: Fixture, since: Date): Promise<number> {
  * database CPU the observer takes from the side it observes, while pg-boss's side is observed in
  * process at no cost.)
  */
-async function unfinished (db: Db, f: Fixture, since: Date): Promise<boolean> {
+async function unfinished (db: Db, f: Fixture, since: Date, runs: number): Promise<boolean> {
   // The inner LIMIT keeps the planner on the index, newest first; the outer one stops at the first found.
   const r = await db.raw(`SELECT 1 FROM (
       SELECT status FROM automation_runs WHERE tenant_id = ? AND rule_id = ? AND queued_at >= ? ORDER BY queued_at DESC LIMIT ?
-    ) r WHERE status IN ('queued', 'running') LIMIT 1`, [f.tenant, f.ruleId, since, RUNS])
+    ) r WHERE status IN ('queued', 'running') LIMIT 1`, [f.tenant, f.ruleId, since, runs])
   return r.rows.length > 0
 }
 
 /**
- * RUNS ingress calls from CLIENTS clients, through the keep-alive node:http client of the other
- * sections (fetch costs this load generator more CPU per call, on the two cores the API, the
- * workers and PostgreSQL share).
+ * `runs` ingress calls (RUNS by default) from CLIENTS clients, through the bench's keep-alive
+ * client of the other sections (fetch costs this load generator more CPU per call, on the two
+ * cores the API, the workers and PostgreSQL share).
  */
-async function ingressCalls (env: AutomationBenchEnv, f: Fixture): Promise<void> {
-  await throughput(RUNS, CLIENTS, async i => {
-    await http(env, f.webhookToken, 'POST', '/v1/automation/triggers/bench', { id: f.objectIds[i % f.objectIds.length], n: i })
+export async function ingressCalls (env: Pick<AutomationBenchEnv, 'baseUrl'>, f: Fixture, runs = RUNS): Promise<void> {
+  await throughput(runs, CLIENTS, async i => {
+    await http(env, f.webhookToken, 'POST', `/v1/automation/triggers/${f.slug}`, { id: f.objectIds[i % f.objectIds.length], n: i })
   })
 }
 
@@ -126,14 +126,14 @@ async function endToEnd (env: AutomationBenchEnv, f: Fixture): Promise<number> {
 }
 
 /**
- * Waits until the RUNS runs queued since `since` have finished, then checks that they all did.
+ * Waits until the `runs` runs queued since `since` have finished, then checks that they all did.
  * Called once every ingress call of the round has answered 202, so every run of the round is
  * written: none unfinished is all finished.
  */
-async function roundFinished (db: Db, f: Fixture, since: Date): Promise<void> {
-  while (await unfinished(db, f, since)) await new Promise(r => setTimeout(r, 20))
+export async function roundFinished (db: Db, f: Fixture, since: Date, runs = RUNS): Promise<void> {
+  while (await unfinished(db, f, since, runs)) await new Promise(r => setTimeout(r, 20))
   const n = await finished(db, f, since)
-  if (n !== RUNS) throw new Error(`automation bench: ${n} of ${RUNS} runs succeeded or failed`)
+  if (n !== runs) throw new Error(`automation bench: ${n} of ${runs} runs succeeded or failed`)
 }
 
 /**
@@ -149,49 +149,24 @@ async function split (env: AutomationBenchEnv, f: Fixture, n: number): Promise<{
   const ingress = RUNS / (Number(process.hrtime.bigint() - t0) / 1e9)
   const apiAfter = env.apiPid === undefined ? null : await cpuTimes(env.db, [env.apiPid])
   let ingressCpu: { api: number, database: number } | null = null
-  if (apiBefore !== null && apiAfter !== null) {
-    let database = 0
-    for (const [pid, t] of apiAfter.backends) database += t - (apiBefore.backends.get(pid) ?? 0)
-    ingressCpu = { api: (apiAfter.workers - apiBefore.workers) / RUNS, database: database / RUNS }
-  }
+  if (apiBefore !== null && apiAfter !== null) ingressCpu = { api: (apiAfter.workers - apiBefore.workers) / RUNS, database: backendSeconds(apiBefore, apiAfter) / RUNS }
   const workers = await startWorkers(env.env, n)
   let cpu: { worker: number, database: number } | null = null
   try {
     const before = await cpuTimes(env.db, workers.map(w => w.pid!))
     await roundFinished(env.db, f, mark)
     const after = await cpuTimes(env.db, workers.map(w => w.pid!))
-    if (before !== null && after !== null) {
-      let database = 0
-      for (const [pid, t] of after.backends) database += t - (before.backends.get(pid) ?? 0)
-      cpu = { worker: (after.workers - before.workers) / RUNS, database: database / RUNS }
-    }
+    if (before !== null && after !== null) cpu = { worker: (after.workers - before.workers) / RUNS, database: backendSeconds(before, after) / RUNS }
   } finally {
     await stopWorkers(workers)
   }
-  const r = await env.db.raw('SELECT extract(epoch FROM max(finished_at) - min(started_at))::float8 AS s FROM automation_runs WHERE tenant_id = ? AND rule_id = ? AND queued_at >= ?', [f.tenant, f.ruleId, mark])
-  return { ingress, drain: RUNS / r.rows[0].s, cpu, ingressCpu }
+  return { ingress, drain: RUNS / await drainSeconds(env.db, f, mark), cpu, ingressCpu }
 }
 
-/**
- * CPU seconds so far of the worker processes and of every backend of the bench database (from
- * /proc: the database must run on this machine, else null). Less sensitive to a busy machine than
- * rates: CPU per run says what a run costs wherever its time goes.
- */
-async function cpuTimes (db: Db, processes: number[]): Promise<{ workers: number, backends: Map<number, number> } | null> {
-  const ticks = 100 // USER_HZ
-  const of = async (pid: number): Promise<number | null> => {
-    try {
-      const fields = (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1].split(' ')
-      return (Number(fields[11]) + Number(fields[12])) / ticks
-    } catch { return null }
-  }
-  const pids = (await db.raw('SELECT pid FROM pg_stat_activity WHERE datname = current_database()')).rows.map((x: { pid: number }) => x.pid)
-  const backends = new Map<number, number>()
-  for (const pid of pids) { const t = await of(pid); if (t !== null) backends.set(pid, t) }
-  if (backends.size === 0) return null
-  let total = 0
-  for (const pid of processes) total += (await of(pid)) ?? 0
-  return { workers: total, backends }
+/** Seconds from the first run queued since `since` started to the last finished, by the database's clock. */
+export async function drainSeconds (db: Db, f: Fixture, since: Date): Promise<number> {
+  const r = await db.raw('SELECT extract(epoch FROM max(finished_at) - min(started_at))::float8 AS s FROM automation_runs WHERE tenant_id = ? AND rule_id = ? AND queued_at >= ?', [f.tenant, f.ruleId, since])
+  return r.rows[0].s
 }
 
 /**
@@ -230,16 +205,16 @@ async function until (done: () => boolean, what: string): Promise<void> {
  * receiver from the loops the worker delivers with (DELIVERY_LOOPS), through node:http's default
  * agent as ours does.
  */
-async function webhookRule (env: AutomationBenchEnv, f: Fixture, url: string): Promise<string> {
+export async function webhookRule (env: Pick<AutomationBenchEnv, 'baseUrl'>, f: Fixture, url: string): Promise<Fixture> {
   const rule = await post(env, '/v1/automation/rules', f.token, { name: 'webhook bench', trigger: { type: 'webhook', slug: 'hook' }, effect: { type: 'webhook', url: `${url}/hook`, body: { n: '{{payload.n}}' } } })
   await post(env, `/v1/automation/rules/${rule.id}/publish`, f.token, { to: 'active' })
-  return rule.webhookToken
+  return { ...f, ruleId: rule.id, webhookToken: rule.webhookToken, slug: 'hook' }
 }
 
-async function webhookRate (env: AutomationBenchEnv, token: string, receiver: Receiver): Promise<number> {
+async function webhookRate (env: AutomationBenchEnv, hook: Fixture, receiver: Receiver): Promise<number> {
   const want = receiver.received.length + RUNS
   const t0 = process.hrtime.bigint()
-  await throughput(RUNS, CLIENTS, async i => { await http(env, token, 'POST', '/v1/automation/triggers/hook', { n: i }) })
+  await ingressCalls(env, hook)
   await until(() => receiver.received.length >= want, 'webhook deliveries')
   return RUNS / (Number(process.hrtime.bigint() - t0) / 1e9)
 }
@@ -306,11 +281,11 @@ async function seedBacklog (db: Db, n: number): Promise<void> {
 }
 
 /** Jobs of the application's queues being worked right now (a worker is stopped only when none of them is its). */
-async function activeJobs (db: Db): Promise<number> {
+export async function activeJobs (db: Db): Promise<number> {
   return (await queues.depth(db, QUEUES.map(q => q.name))).filter(r => r.state === 'active').reduce((n, r) => n + r.n, 0)
 }
 
-async function pendingCount (db: Db): Promise<number> {
+export async function pendingCount (db: Db): Promise<number> {
   return (await db.raw('SELECT count(*)::int AS n FROM outbox_events WHERE delivered_at IS NULL')).rows[0].n
 }
 
@@ -439,7 +414,7 @@ export async function benchAutomation (env: AutomationBenchEnv, print: (line: st
         const apiAfter = env.apiPid === undefined ? null : await cpuTimes(env.db, [env.apiPid])
         side.rates.push(rate)
         if (before !== null && after !== null && apiBefore !== null && apiAfter !== null) {
-          for (const [pid, t] of after.backends) side.cpu.database += t - (before.backends.get(pid) ?? 0)
+          side.cpu.database += backendSeconds(before, after)
           side.cpu.workers += after.workers - before.workers
           side.cpu.api += apiAfter.workers - apiBefore.workers
           side.cpu.runs += RUNS
@@ -470,14 +445,14 @@ export async function benchAutomation (env: AutomationBenchEnv, print: (line: st
       await settle(env.db)
       const receiver = await startReceiver()
       try {
-        const hookToken = await webhookRule(env, f, receiver.url)
+        const hook = await webhookRule(env, f, receiver.url)
         await bossWebhookRate(boss, receiver)
-        await webhookRate(env, hookToken, receiver)
+        await webhookRate(env, hook, receiver)
         const theirs: number[] = []
         const ours: number[] = []
         for (let r = 0; r < env.rounds; r++) {
           theirs.push(await bossWebhookRate(boss, receiver))
-          ours.push(await webhookRate(env, hookToken, receiver))
+          ours.push(await webhookRate(env, hook, receiver))
         }
         const rate = median(ours)
         const base = median(theirs)

@@ -17,6 +17,7 @@ import { benchCitus } from './citus.js'
 import { benchEmbedded } from './embedded.js'
 import { benchFairness } from './fairness.js'
 import { benchSoak } from './soak.js'
+import { benchFleet } from './fleet.js'
 
 // `npm run bench`: starts the real API as its own process on a benchmark database and prints
 // each figure as a ratio against a baseline measured in the same run.
@@ -84,6 +85,7 @@ try {
   if (wants('merkle')) await benchMerkle(ctx, line => console.log(line))
   if (wants('changes')) await benchChanges({ ...ctx, apiPid: api.pid ?? 0 }, line => console.log(line))
   if (wants('citus')) await benchCitus({ ...ctx, env, freePort }, line => console.log(line))
+  if (wants('fleet')) await benchFleet({ ...ctx, env }, line => console.log(line))
   if (wants('embedded')) for (const line of await benchEmbedded({ ...ctx, apiPid: api.pid ?? 0 })) console.log(line)
   if (wants('fairness')) await benchFairness(ctx, line => console.log(line))
   if (wants('soak')) await benchSoak({ ...ctx, env, apiPid: api.pid ?? 0 }, line => console.log(line))

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto'
-import { appendFileSync, readFileSync } from 'node:fs'
+import { appendFileSync, existsSync, readFileSync } from 'node:fs'
+import { readFile } from 'node:fs/promises'
 import path from 'node:path'
 import { fork, spawn, spawnSync, type ChildProcess, type StdioOptions } from 'node:child_process'
 import { Agent, request } from 'node:http'
@@ -29,9 +30,97 @@ export function buildService (): void {
   if (r.status !== 0) throw new Error(`the build exited ${r.status}`)
 }
 
-/** Starts a service entry point as production does: `node dist/<entry>.js` (e.g. 'server/main'). */
-export function startService (entry: 'server/main' | 'embedded/main' | 'worker/main' | 'db/setup', env: Record<string, string | undefined>, stdio: StdioOptions = ['ignore', 'ignore', 'inherit']): ChildProcess {
-  return spawn(process.execPath, [path.join(SERVICE_DIR, 'dist', `${entry}.js`)], { env, stdio })
+/**
+ * The tool that runs a command under a CFS CPU quota, as Kubernetes enforces a pod's
+ * `resources.limits.cpu` (/work/shared/STACK.md "Containers and CPU limits"); needs root.
+ */
+const CPU_QUOTA = process.env.BENCH_CPU_QUOTA ?? '/work/shared/tools/cpu-quota'
+
+/** Why processes cannot be limited here (the quota tool missing, or not root), or null when they can. */
+export function cpuQuotaMissing (): string | null {
+  if (!existsSync(CPU_QUOTA)) return `${CPU_QUOTA} not found (BENCH_CPU_QUOTA names it)`
+  return process.getuid?.() === 0 ? null : `${CPU_QUOTA} needs root (it makes a cgroup)`
+}
+
+export interface ServiceOptions {
+  /** Runs the process as a pod limited to this many thousandths of a core (through CPU_QUOTA). */
+  millicores?: number
+  /** Node options before the entry point (e.g. `--cpu-prof`). */
+  execArgv?: string[]
+}
+
+/**
+ * Starts a service entry point as production does: `node dist/<entry>.js` (e.g. 'server/main').
+ * Under a CPU limit the child is the quota tool, which passes SIGTERM on; signals meant for
+ * node itself (SIGSTOP) go to `servicePid`.
+ */
+export function startService (entry: 'server/main' | 'embedded/main' | 'worker/main' | 'db/setup', env: Record<string, string | undefined>, stdio: StdioOptions = ['ignore', 'ignore', 'inherit'], options: ServiceOptions = {}): ChildProcess {
+  const node = [process.execPath, ...(options.execArgv ?? []), path.join(SERVICE_DIR, 'dist', `${entry}.js`)]
+  if (options.millicores === undefined) return spawn(node[0], node.slice(1), { env, stdio })
+  return spawn(CPU_QUOTA, [String(options.millicores), ...node], { env, stdio })
+}
+
+/** The node process of a service started by startService: the child itself, or the quota tool's child. */
+export async function servicePid (child: ChildProcess, options: ServiceOptions = {}): Promise<number> {
+  if (options.millicores === undefined) return child.pid!
+  for (let i = 0; i < 100; i++) {
+    const kids = await readFile(`/proc/${child.pid}/task/${child.pid}/children`, 'utf8').catch(() => '')
+    if (kids.trim() !== '') return Number(kids.trim().split(' ')[0])
+    await new Promise(r => setTimeout(r, 20))
+  }
+  throw new Error(`${CPU_QUOTA}: no child process after 2 s`)
+}
+
+/**
+ * Periods of the quota tool's cgroup so far, and those in which it was throttled (its quota used
+ * up before the period ended); null without a limit or a readable cgroup (v1 and v2).
+ */
+export async function throttling (child: ChildProcess): Promise<{ periods: number, throttled: number } | null> {
+  for (const dir of [`/sys/fs/cgroup/cpu/cpu-quota-${child.pid}`, `/sys/fs/cgroup/cpu-quota-${child.pid}`]) {
+    const text = await readFile(`${dir}/cpu.stat`, 'utf8').catch(() => null)
+    if (text === null) continue
+    const field = (name: string) => Number(text.match(new RegExp(`^${name} (\\d+)$`, 'm'))?.[1] ?? 0)
+    return { periods: field('nr_periods'), throttled: field('nr_throttled') }
+  }
+  return null
+}
+
+/** CPU seconds (user + system) a process has used so far, from /proc; null once it is gone. */
+export async function processCpuSeconds (pid: number): Promise<number | null> {
+  const ticks = 100 // USER_HZ
+  try {
+    const fields = (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1].split(' ')
+    return (Number(fields[11]) + Number(fields[12])) / ticks
+  } catch { return null }
+}
+
+/**
+ * CPU seconds so far of `processes` and of every backend of the bench database (from /proc: the
+ * database must run on this machine, else null). Only the bench database's backends: other
+ * databases of the same server are other people's work. Less sensitive to a busy machine than
+ * rates: CPU per run says what a run costs wherever its time goes.
+ */
+export async function cpuTimes (db: Db, processes: number[]): Promise<{ workers: number, backends: Map<number, number> } | null> {
+  const pids = (await db.raw('SELECT pid FROM pg_stat_activity WHERE datname = current_database()')).rows.map((x: { pid: number }) => x.pid)
+  const backends = new Map<number, number>()
+  for (const pid of pids) { const t = await processCpuSeconds(pid); if (t !== null) backends.set(pid, t) }
+  if (backends.size === 0) return null
+  let total = 0
+  for (const pid of processes) total += (await processCpuSeconds(pid)) ?? 0
+  return { workers: total, backends }
+}
+
+/** Database CPU seconds between two cpuTimes readings (a backend that appeared in between counts whole). */
+export function backendSeconds (before: { backends: Map<number, number> }, after: { backends: Map<number, number> }): number {
+  let database = 0
+  for (const [pid, t] of after.backends) database += t - (before.backends.get(pid) ?? 0)
+  return database
+}
+
+/** The machine's CPU ticks so far, all and idle (with iowait), from /proc/stat's first line. */
+export async function machineTicks (): Promise<{ total: number, idle: number }> {
+  const f = (await readFile('/proc/stat', 'utf8')).split('\n')[0].trim().split(/\s+/).slice(1).map(Number)
+  return { total: f.reduce((a, b) => a + b, 0), idle: f[3] + f[4] }
 }
 
 /**
@@ -312,4 +401,42 @@ export class OpLog {
 export async function statusOf (pool: string, baseUrl: string, token: string, method: string, path: string, body?: unknown, headers = ''): Promise<number> {
   const bytes = body === undefined ? undefined : Buffer.isBuffer(body) ? body : Buffer.from(JSON.stringify(body))
   return (await leanRequest(baseUrl, method, path, `Authorization: Bearer ${token}\r\n${headers}`, bytes, pool)).status
+}
+
+/** What a measured window cost: CPU seconds of some processes and of the bench database, the machine's idle ticks, the pods' throttled periods. */
+export interface Usage { processes: number, database: number, idle: number, ticks: number, periods: number, throttled: number }
+
+export function addUsage (into: Usage, u: Usage): void {
+  for (const k of Object.keys(into) as Array<keyof Usage>) into[k] += u[k]
+}
+
+export function noUsage (): Usage {
+  return { processes: 0, database: 0, idle: 0, ticks: 0, periods: 0, throttled: 0 }
+}
+
+/**
+ * Starts metering a window: the node processes `pids`, the bench database's backends, the
+ * machine, and the cgroups of the pods `limited` (children started with a CPU limit). The
+ * returned function ends the window.
+ */
+export async function meter (db: Db, pids: number[], limited: ChildProcess[] = []): Promise<() => Promise<Usage>> {
+  const read = async () => ({ cpu: await cpuTimes(db, pids), machine: await machineTicks(), cgroups: await Promise.all(limited.map(throttling)) })
+  const before = await read()
+  return async () => {
+    const after = await read()
+    const u = noUsage()
+    if (before.cpu !== null && after.cpu !== null) { u.processes = after.cpu.workers - before.cpu.workers; u.database = backendSeconds(before.cpu, after.cpu) }
+    u.idle = after.machine.idle - before.machine.idle
+    u.ticks = after.machine.total - before.machine.total
+    after.cgroups.forEach((c, i) => {
+      const b = before.cgroups[i]
+      if (c !== null && b !== null) { u.periods += c.periods - b.periods; u.throttled += c.throttled - b.throttled }
+    })
+    return u
+  }
+}
+
+/** A Markdown table: a head row, its rule and the rows. */
+export function markdownTable (head: string[], rows: string[][]): string[] {
+  return [head, head.map(() => '---'), ...rows].map(cells => `| ${cells.join(' | ')} |`)
 }

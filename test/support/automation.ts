@@ -143,7 +143,8 @@ export async function waitUntil<T> (check: () => T | Promise<T>, ms: number, wha
 }
 
 export interface Received { method: string, url: string, headers: http.IncomingHttpHeaders, body: Buffer, at: number }
-export type Reply = { status: number, body?: string, headers?: Record<string, string> } | 'hang'
+/** An answer, after `delayMs` when given (a receiver that takes its time), or none ('hang'). */
+export type Reply = { status: number, body?: string, headers?: Record<string, string>, delayMs?: number } | 'hang'
 
 export interface Receiver {
   url: string
@@ -164,8 +165,12 @@ export async function startReceiver (replies: Reply[] = [{ status: 200, body: '{
       received.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks), at: Date.now() })
       const reply = r.replies.length > 1 ? r.replies.shift()! : r.replies[0]
       if (reply === 'hang') { hanging.push(res); return }
-      res.writeHead(reply.status, { 'content-type': 'application/json', ...(reply.headers ?? {}) })
-      res.end(reply.body ?? '')
+      const answer = () => {
+        res.writeHead(reply.status, { 'content-type': 'application/json', ...(reply.headers ?? {}) })
+        res.end(reply.body ?? '')
+      }
+      if (reply.delayMs === undefined) answer()
+      else setTimeout(answer, reply.delayMs)
     })
   })
   await new Promise<void>(resolve => server.listen(0, '127.0.0.1', resolve))
