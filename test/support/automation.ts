@@ -13,6 +13,7 @@ import { migrateLatest } from '../../db/knex.js'
 import { createQueues } from '../../lib/queues/index.js'
 import { TEST_DATABASE_URL, TEST_JWT_SECRET } from './env.js'
 import { adminQuery, freePort } from './local.js'
+import type { Client } from './harness.js'
 
 // What the automation tests share: real worker processes on the test database, and a local
 // HTTP receiver on 127.0.0.1 standing in for the outside world.
@@ -190,4 +191,21 @@ export function useReceivers (): (...replies: Reply[]) => Promise<Receiver> {
     open.push(r)
     return r
   }
+}
+
+/** Creates a rule (`name` defaults) and publishes it active; returns the create answer (webhookToken, signingSecret once). */
+export async function activeRule (c: Client, body: Record<string, unknown>): Promise<Record<string, any>> {
+  const r = await c.post('/v1/automation/rules', { name: 'rule', ...body })
+  if (r.status !== 201) throw new Error(`create rule: ${r.status} ${r.text}`)
+  const p = await c.post(`/v1/automation/rules/${r.body.id}/publish`, { to: 'active' })
+  if (p.status !== 200) throw new Error(`publish rule: ${p.status} ${p.text}`)
+  return r.body
+}
+
+/** The run's detail once it is neither queued nor running (within `ms`). */
+export async function finishedRun (c: Client, ruleId: string, runId: string, ms = 60_000): Promise<Record<string, any>> {
+  return waitUntil(async () => {
+    const r = await c.get(`/v1/automation/rules/${ruleId}/runs/${runId}`)
+    return r.status === 200 && !['queued', 'running'].includes(r.body.status) ? r.body : null
+  }, ms, `run ${runId} to finish`)
 }

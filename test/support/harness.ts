@@ -105,6 +105,23 @@ export async function startServer (env: Record<string, string> = {}, opts: Serve
   await new Promise<void>(resolve => server.listen(0, '127.0.0.1', resolve))
   const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
 
+  const { request, as } = clientOf(base)
+
+  return {
+    base, routes: app.routes.map(r => r.spec), db, config, sequencer, request, as,
+    async close () {
+      await new Promise<void>(resolve => server.close(() => resolve()))
+      await sequencer.stop()
+      await boss?.stop({ graceful: false })
+      await feed.stop()
+      await db.destroy()
+      await redis?.quit()
+    }
+  }
+}
+
+/** Requests to an API at `base` (a TestServer's, or an API process's), and clients bound to a tenant and roles. */
+export function clientOf (base: string): { request: TestServer['request'], as: TestServer['as'] } {
   async function request<T> (method: string, path: string, opts: RequestOptions = {}): Promise<Response<T>> {
     const headers: Record<string, string> = { ...(opts.headers ?? {}) }
     if (opts.token !== undefined) headers.Authorization = `Bearer ${opts.token}`
@@ -130,17 +147,7 @@ export async function startServer (env: Record<string, string> = {}, opts: Serve
     }
   }
 
-  return {
-    base, routes: app.routes.map(r => r.spec), db, config, sequencer, request, as,
-    async close () {
-      await new Promise<void>(resolve => server.close(() => resolve()))
-      await sequencer.stop()
-      await boss?.stop({ graceful: false })
-      await feed.stop()
-      await db.destroy()
-      await redis?.quit()
-    }
-  }
+  return { request, as }
 }
 
 /** A sending-only pg-boss (no maintenance, no schedules) with every queue of lib/queues/contracts.ts. */
