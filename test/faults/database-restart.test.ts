@@ -2,7 +2,7 @@ import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { clientOf, newTenant, publishedType } from '../support/harness.js'
 import { activeRule, runReleaseJob, startApi, startWorker, stopAllWorkers, waitUntil } from '../support/automation.js'
-import { boundedRequest, privatePostgres, reportFault, steadyWrites, stillRunning, tally, type PrivatePostgres } from '../support/faults.js'
+import { boundedRequest, privatePostgres, reportFault, settledTally, steadyWrites, stillRunning, type PrivatePostgres } from '../support/faults.js'
 
 // PostgreSQL restarted under load (docs/operations.md "When things fail"): a real API and a real
 // worker on a PostgreSQL server of the test's own, a client writing steadily and a rule firing on
@@ -77,11 +77,7 @@ describe('PostgreSQL restarts under load', { timeout: 600_000 }, () => {
     assert.ok(refused.every(a => a.status === 503 && /NOT_READY/.test(a.error ?? '')), `refused writes answer 503 NOT_READY: ${JSON.stringify(refused.slice(0, 5))}`)
 
     const accepted = writes.accepted()
-    const t = (await waitUntil(async () => {
-      const x = await tally(url, tenant, rule.id, accepted)
-      const settled = (x.runs.queued ?? 0) + (x.runs.running ?? 0) === 0 && x.outboxPending === 0 && x.appliedOnce + x.appliedTwice === x.objects
-      return settled ? x : null
-    }, 180_000, 'every run to finish and the outbox to drain'))!
+    const t = await settledTally(url, tenant, rule.id, accepted, 180_000)
     const settledMs = Date.now() - upAt
     assert.equal(t.present, accepted.length, 'every write answered 201 is present')
     assert.equal(t.appliedTwice, 0, 'no run applied its effect twice')

@@ -143,8 +143,16 @@ export async function waitUntil<T> (check: () => T | Promise<T>, ms: number, wha
   }
 }
 
-export interface Received { method: string, url: string, headers: http.IncomingHttpHeaders, body: Buffer, at: number }
-export type Reply = { status: number, body?: string, headers?: Record<string, string> } | 'hang'
+export interface Received {
+  method: string, url: string, headers: http.IncomingHttpHeaders, body: Buffer, at: number
+  /** The status it was answered with (none for a hang or a reset). */
+  status?: number
+}
+/**
+ * An answer: a status and body; `flood`: that status, then a body without end (until the caller
+ * hangs up); 'hang': none until the receiver closes; 'reset': the connection cut (TCP RST).
+ */
+export type Reply = { status: number, body?: string, headers?: Record<string, string>, flood?: true } | 'hang' | 'reset'
 
 export interface Receiver {
   url: string
@@ -162,10 +170,14 @@ export async function startReceiver (replies: Reply[] = [{ status: 200, body: '{
     const chunks: Buffer[] = []
     req.on('data', c => chunks.push(c))
     req.on('end', () => {
-      received.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks), at: Date.now() })
+      const got: Received = { method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks), at: Date.now() }
+      received.push(got)
       const reply = r.replies.length > 1 ? r.replies.shift()! : r.replies[0]
       if (reply === 'hang') { hanging.push(res); return }
+      if (reply === 'reset') { req.socket.resetAndDestroy(); return }
+      got.status = reply.status
       res.writeHead(reply.status, { 'content-type': 'application/json', ...(reply.headers ?? {}) })
+      if (reply.flood === true) { flood(res); return }
       res.end(reply.body ?? '')
     })
   })
@@ -177,6 +189,17 @@ export async function startReceiver (replies: Reply[] = [{ status: 200, body: '{
     await new Promise<void>(resolve => server.close(() => resolve()))
   }
   return r
+}
+
+/** Writes to `res` for as long as the other side reads, then stops (its hang-up ends it). */
+function flood (res: http.ServerResponse): void {
+  const chunk = Buffer.alloc(64 * 1024, 'x')
+  let open = true
+  const pump = () => { while (open && res.write(chunk)) { /* until the socket's buffer is full */ } }
+  res.on('drain', pump)
+  res.on('close', () => { open = false })
+  res.on('error', () => { open = false })
+  pump()
 }
 
 /**

@@ -204,6 +204,18 @@ export async function tally (url: string, tenant: string, ruleId: string, accept
   }
 }
 
+/**
+ * The tally once it holds still (within `ms`): the outbox drained, a run for every object, and
+ * none of them queued or running.
+ */
+export async function settledTally (url: string, tenant: string, ruleId: string, accepted: string[], ms: number): Promise<Tally> {
+  return (await waitUntil(async () => {
+    const t = await tally(url, tenant, ruleId, accepted)
+    const runs = Object.values(t.runs).reduce((a, b) => a + b, 0)
+    return t.outboxPending === 0 && runs >= t.objects && (t.runs.queued ?? 0) + (t.runs.running ?? 0) === 0 ? t : null
+  }, ms, 'every run to finish and the outbox to drain'))!
+}
+
 /** The one line each fault test prints, which the lead collects. */
 export function reportFault (fault: string, figures: { injected: number, accepted: number, present: number, runs: number, applied: number, lost: number, duplicated: number }): void {
   const f = figures
