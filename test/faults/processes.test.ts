@@ -71,6 +71,7 @@ describe('faults: workers killed, receivers that hang, reset or flood', { timeou
     const t = await settledTally(database.url, tenant, rule.id, accepted, 180_000)
     assert.equal(t.present, accepted.length)
     assert.equal(t.appliedTwice, 0)
+    assert.equal(t.appliedOnce, t.objects, 'the rule changed every object once')
     assert.deepEqual(t.runs, { succeeded: accepted.length })
     await worker.stop()
     reportFault('worker SIGKILL mid-run', { injected: 1, accepted: accepted.length, present: t.present, runs: t.runs.succeeded, applied: t.appliedOnce, lost: accepted.length - t.present, duplicated: t.appliedTwice })

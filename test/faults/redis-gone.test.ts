@@ -33,12 +33,12 @@ describe('Redis goes away and comes back under load', { timeout: 600_000 }, () =
     const rule = await activeRule(owner, { trigger: { type: 'object.event', events: ['object.created'], typeId }, effect: { type: 'object.update', attributes: { height: 1 } } })
     const limitKeys = async () => (await redis.keys()).filter(k => k.startsWith('rl'))
     const writes = steadyWrites(api.base, owner.token, typeId, { timeoutMs: REQUEST_BOUND_MS })
-    const reads: Array<{ status: number, ms: number }> = []
+    const reads: Array<{ status: number, ms: number, error?: string }> = []
     let reading = true
     const reader = (async () => {
       while (reading) {
         const a = await boundedRequest(`${api.base}/v1/objects?limit=5`, { headers: { Authorization: `Bearer ${owner.token}` } }, REQUEST_BOUND_MS)
-        reads.push({ status: a.status, ms: a.ms })
+        reads.push({ status: a.status, ms: a.ms, error: a.error ?? (a.status === 200 ? undefined : JSON.stringify(a.body)) })
       }
     })()
     try {
@@ -64,6 +64,7 @@ describe('Redis goes away and comes back under load', { timeout: 600_000 }, () =
     const t = await settledTally(database.url, tenant, rule.id, accepted, 120_000)
     assert.equal(t.present, accepted.length)
     assert.equal(t.appliedTwice, 0)
+    assert.equal(t.appliedOnce, t.objects, 'the rule changed every object once')
     assert.deepEqual(t.runs, { succeeded: t.objects }, 'one succeeded run per object')
     assert.ok(stillRunning(api.child) && stillRunning(worker.child), 'API and worker were not restarted')
     reportFault('redis gone', { injected: 1, accepted: accepted.length, present: t.present, runs: t.runs.succeeded, applied: t.appliedOnce, lost: accepted.length - t.present, duplicated: t.appliedTwice })

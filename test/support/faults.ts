@@ -114,7 +114,8 @@ export async function boundedRequest (url: string, init: RequestInit, timeoutMs:
     try { body = JSON.parse(text) } catch { /* not JSON */ }
     return { status: res.status, ms: performance.now() - t0, body, at: Date.now() }
   } catch (err) {
-    return { status: 0, ms: performance.now() - t0, error: (err as Error).message, body: null, at: Date.now() }
+    const cause = (err as { cause?: { code?: string, message?: string } }).cause
+    return { status: 0, ms: performance.now() - t0, error: `${(err as Error).message}${cause ? ` (${cause.code ?? ''} ${cause.message ?? ''})` : ''}`, body: null, at: Date.now() }
   }
 }
 
@@ -185,12 +186,14 @@ export async function tally (url: string, tenant: string, ruleId: string, accept
   const c = new pg.Client({ connectionString: url })
   await c.connect()
   try {
+    // In this order: an effect commits with its run's outcome, so runs read as final before the
+    // objects are read cannot look settled while an effect is still to come.
+    const pending = (await c.query('SELECT count(*)::int AS n FROM outbox_events WHERE tenant_id = $1 AND delivered_at IS NULL', [tenant])).rows[0].n
+    const runs = (await c.query('SELECT status, count(*)::int AS n FROM automation_runs WHERE tenant_id = $1 AND rule_id = $2 GROUP BY status', [tenant, ruleId])).rows
     const applied = (await c.query(`SELECT o.id, count(v.object_id)::int AS n FROM objects o
       LEFT JOIN object_versions v ON v.tenant_id = o.tenant_id AND v.object_id = o.id AND v.operation = 'updated' AND v.actor->>'sub' = $2
       WHERE o.tenant_id = $1 GROUP BY o.id`, [tenant, `automation:${ruleId}`])).rows as Array<{ id: string, n: number }>
     const ids = new Set(applied.map(r => r.id))
-    const runs = (await c.query('SELECT status, count(*)::int AS n FROM automation_runs WHERE tenant_id = $1 AND rule_id = $2 GROUP BY status', [tenant, ruleId])).rows
-    const pending = (await c.query('SELECT count(*)::int AS n FROM outbox_events WHERE tenant_id = $1 AND delivered_at IS NULL', [tenant])).rows[0].n
     return {
       objects: applied.length,
       present: accepted.filter(id => ids.has(id)).length,
