@@ -259,8 +259,23 @@ export function translatePgError (err: unknown): unknown {
     // lc_messages language.
     case '57014': return new AppError('NOT_READY', 'the database did not answer within the statement timeout; ask for less (a smaller area, a higher zoom, fewer items)', { reason: 'statement timeout' })
     case INVALID_GEOMETRY: return invalidGeometry(e.detail)
-    default: return err
+    default: return databaseLost(e) ? databaseUnavailable() : err
   }
+}
+
+// Connection exceptions (class 08), the server shutting down or starting up (57P01-57P03), a
+// socket refused or cut, and no pooled connection within the pool's acquire timeout.
+const LOST_CODES = new Set(['57P01', '57P02', '57P03', 'ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH'])
+
+/** The database went away (restart, failover) or cannot be reached: worth a retry, not a 500. */
+function databaseLost (e: { code?: string, name?: string, message?: string }): boolean {
+  if (e.code !== undefined && (LOST_CODES.has(e.code) || e.code.startsWith('08'))) return true
+  return e.name === 'KnexTimeoutError' || /^Connection terminated|is not queryable/.test(e.message ?? '')
+}
+
+// A write cut off with its connection may have committed: the client reads before it retries.
+function databaseUnavailable (): AppError {
+  return new AppError('NOT_READY', 'the database is unavailable; retry shortly (a write that got this answer may have been applied: read before retrying it)', { reason: 'database unavailable' })
 }
 
 // DETAIL is JSON: {reason (ST_IsValidDetail's), location [x, y] or null, repair?: why a repair was refused}.

@@ -29,3 +29,12 @@ export function notFound (resource: string, id: string): never {
 export function isAppError (err: unknown): err is AppError {
   return err instanceof AppError
 }
+
+/**
+ * An AppError that says nothing about the request itself: the database was unreachable or cut the
+ * statement off (NOT_READY), or a concurrent change won (VERSION_CONFLICT). A job retries these
+ * rather than record them as the run's outcome.
+ */
+export function isTransient (err: AppError): boolean {
+  return err.code === 'NOT_READY' || err.code === 'VERSION_CONFLICT'
+}

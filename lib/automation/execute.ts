@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks'
 import type { ServiceContext } from '../context.js'
-import { isAppError } from '../errors.js'
+import { isAppError, isTransient } from '../errors.js'
 import { withTransaction, type Tx } from '../db.js'
 import { runWrite, type WriteSpec } from '../pipeline.js'
 import { evaluateLogic, truthy } from '../jsonlogic.js'
@@ -31,8 +31,9 @@ function step (phase: Step['phase'], t0: number, ok: boolean, detail: unknown): 
 
 function failure (err: unknown): { code: string, message: string } | null {
   if (err instanceof TemplateError) return { code: 'TEMPLATE_ERROR', message: err.message }
-  // A concurrent change to the object is worth another try (the job is retried), not a failure.
-  if (isAppError(err) && err.code !== 'VERSION_CONFLICT') return { code: err.code, message: err.message }
+  // A concurrent change to the object, or a database gone for a moment, is worth another try (the
+  // job is retried), not a failure.
+  if (isAppError(err) && !isTransient(err)) return { code: err.code, message: err.message }
   return null
 }
 

@@ -1,4 +1,4 @@
-import { isAppError } from '../errors.js'
+import { isAppError, isTransient } from '../errors.js'
 
 /** A check's refusal (an AppError) as a run's error `{code, message}`, null when it passes; anything else propagates. */
 export async function refusalOf (check: Promise<void>): Promise<{ code: string, message: string } | null> {
@@ -6,7 +6,7 @@ export async function refusalOf (check: Promise<void>): Promise<{ code: string, 
     await check
     return null
   } catch (err) {
-    if (!isAppError(err)) throw err
+    if (!isAppError(err) || isTransient(err)) throw err
     return { code: err.code, message: err.message }
   }
 }

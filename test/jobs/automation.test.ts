@@ -3,7 +3,7 @@ import assert from 'node:assert/strict'
 import { createHmac, randomUUID } from 'node:crypto'
 import pg from 'pg'
 import { startServer, newTenant, publishedType, flushAudit, type TestServer, type Client } from '../support/harness.js'
-import { scratchDatabase, useReceivers, startWorker as startWorkerOn, stopAllWorkers, waitUntil, type WorkerProcess } from '../support/automation.js'
+import { activeRule, finishedRun, scratchDatabase, useReceivers, startWorker as startWorkerOn, stopAllWorkers, waitUntil, type WorkerProcess } from '../support/automation.js'
 import { MAX_CAUSATION_DEPTH } from '../../lib/automation/index.js'
 
 // The engine end to end: the real API (ingress and REST), two real worker processes
@@ -43,21 +43,6 @@ describe('automation engine with worker processes', { timeout: 900_000 }, () => 
     const wf = await c.post('/v1/workflows', reviewWorkflow())
     assert.equal(wf.status, 201, wf.text)
     return { c, typeId: await publishedType(c, { workflowId: wf.body.id }) }
-  }
-
-  async function activeRule (c: Client, body: Record<string, unknown>): Promise<Record<string, any>> {
-    const r = await c.post('/v1/automation/rules', { name: 'rule', ...body })
-    assert.equal(r.status, 201, r.text)
-    const p = await c.post(`/v1/automation/rules/${r.body.id}/publish`, { to: 'active' })
-    assert.equal(p.status, 200, p.text)
-    return r.body
-  }
-
-  async function finishedRun (c: Client, ruleId: string, runId: string, ms = 60_000): Promise<Record<string, any>> {
-    return waitUntil(async () => {
-      const r = await c.get(`/v1/automation/rules/${ruleId}/runs/${runId}`)
-      return r.status === 200 && !['queued', 'running'].includes(r.body.status) ? r.body : null
-    }, ms, `run ${runId} to finish`)
   }
 
   async function flushAuditOf (c: Client): Promise<void> {

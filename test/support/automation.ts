@@ -13,6 +13,7 @@ import { migrateLatest } from '../../db/knex.js'
 import { createQueues } from '../../lib/queues/index.js'
 import { TEST_DATABASE_URL, TEST_JWT_SECRET } from './env.js'
 import { adminQuery, freePort } from './local.js'
+import type { Client } from './harness.js'
 
 // What the automation tests share: real worker processes on the test database, and a local
 // HTTP receiver on 127.0.0.1 standing in for the outside world.
@@ -142,9 +143,17 @@ export async function waitUntil<T> (check: () => T | Promise<T>, ms: number, wha
   }
 }
 
-export interface Received { method: string, url: string, headers: http.IncomingHttpHeaders, body: Buffer, at: number }
-/** An answer, after `delayMs` when given (a receiver that takes its time), or none ('hang'). */
-export type Reply = { status: number, body?: string, headers?: Record<string, string>, delayMs?: number } | 'hang'
+export interface Received {
+  method: string, url: string, headers: http.IncomingHttpHeaders, body: Buffer, at: number
+  /** The status it was answered with (none for a hang or a reset). */
+  status?: number
+}
+/**
+ * An answer: a status and body, after `delayMs` when given (a receiver that takes its time);
+ * `flood`: that status, then a body without end (until the caller hangs up); 'hang': none until
+ * the receiver closes; 'reset': the connection cut (TCP RST).
+ */
+export type Reply = { status: number, body?: string, headers?: Record<string, string>, delayMs?: number, flood?: true } | 'hang' | 'reset'
 
 export interface Receiver {
   url: string
@@ -162,11 +171,15 @@ export async function startReceiver (replies: Reply[] = [{ status: 200, body: '{
     const chunks: Buffer[] = []
     req.on('data', c => chunks.push(c))
     req.on('end', () => {
-      received.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks), at: Date.now() })
+      const got: Received = { method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks), at: Date.now() }
+      received.push(got)
       const reply = r.replies.length > 1 ? r.replies.shift()! : r.replies[0]
       if (reply === 'hang') { hanging.push(res); return }
+      if (reply === 'reset') { req.socket.resetAndDestroy(); return }
       const answer = () => {
+        got.status = reply.status
         res.writeHead(reply.status, { 'content-type': 'application/json', ...(reply.headers ?? {}) })
+        if (reply.flood === true) { flood(res); return }
         res.end(reply.body ?? '')
       }
       if (reply.delayMs === undefined) answer()
@@ -183,6 +196,17 @@ export async function startReceiver (replies: Reply[] = [{ status: 200, body: '{
   return r
 }
 
+/** Writes to `res` for as long as the other side reads, then stops (its hang-up ends it). */
+function flood (res: http.ServerResponse): void {
+  const chunk = Buffer.alloc(64 * 1024, 'x')
+  let open = true
+  const pump = () => { while (open && res.write(chunk)) { /* until the socket's buffer is full */ } }
+  res.on('drain', pump)
+  res.on('close', () => { open = false })
+  res.on('error', () => { open = false })
+  pump()
+}
+
 /**
  * For one describe block: a function that starts a receiver answering `replies` in order (the last
  * repeats; none: 200 {"ok":true}), each closed by an after hook when the block ends.
@@ -195,4 +219,21 @@ export function useReceivers (): (...replies: Reply[]) => Promise<Receiver> {
     open.push(r)
     return r
   }
+}
+
+/** Creates a rule (`name` defaults) and publishes it active; returns the create answer (webhookToken, signingSecret once). */
+export async function activeRule (c: Client, body: Record<string, unknown>): Promise<Record<string, any>> {
+  const r = await c.post('/v1/automation/rules', { name: 'rule', ...body })
+  if (r.status !== 201) throw new Error(`create rule: ${r.status} ${r.text}`)
+  const p = await c.post(`/v1/automation/rules/${r.body.id}/publish`, { to: 'active' })
+  if (p.status !== 200) throw new Error(`publish rule: ${p.status} ${p.text}`)
+  return r.body
+}
+
+/** The run's detail once it is neither queued nor running (within `ms`). */
+export async function finishedRun (c: Client, ruleId: string, runId: string, ms = 60_000): Promise<Record<string, any>> {
+  return waitUntil(async () => {
+    const r = await c.get(`/v1/automation/rules/${ruleId}/runs/${runId}`)
+    return r.status === 200 && !['queued', 'running'].includes(r.body.status) ? r.body : null
+  }, ms, `run ${runId} to finish`)
 }

@@ -131,6 +131,24 @@ export async function startServer (env: Record<string, string> = {}, opts: Serve
   await new Promise<void>(resolve => server.listen(0, '127.0.0.1', resolve))
   const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
 
+  const { request, as } = clientOf(base, logged.last)
+
+  return {
+    base, routes: app.routes.map(r => r.spec), db, config, sequencer, request, as, lastLoggedError: logged.last,
+    async close () {
+      app.close()
+      await new Promise<void>(resolve => server.close(() => resolve()))
+      await sequencer.stop()
+      await boss?.stop({ graceful: false })
+      await feed.stop()
+      await db.destroy()
+      await redis?.quit()
+    }
+  }
+}
+
+/** Requests to an API at `base` (a TestServer's, or an API process's), and clients bound to a tenant and roles. */
+export function clientOf (base: string, lastLoggedError: () => string | undefined = () => undefined): { request: TestServer['request'], as: TestServer['as'] } {
   async function request<T> (method: string, path: string, opts: RequestOptions = {}): Promise<Response<T>> {
     const headers: Record<string, string> = { ...(opts.headers ?? {}) }
     if (opts.token !== undefined) headers.Authorization = `Bearer ${opts.token}`
@@ -141,7 +159,7 @@ export async function startServer (env: Record<string, string> = {}, opts: Serve
     const text = await res.text()
     let parsed: unknown = text
     try { parsed = text === '' ? null : JSON.parse(text) } catch { /* not JSON */ }
-    return { status: res.status, headers: res.headers, body: parsed as T, text, logged: res.status >= 500 ? logged.last() : undefined }
+    return { status: res.status, headers: res.headers, body: parsed as T, text, logged: res.status >= 500 ? lastLoggedError() : undefined }
   }
 
   function as (tenant: string, roles: string[], sub = 'user-1'): Client {
@@ -156,18 +174,7 @@ export async function startServer (env: Record<string, string> = {}, opts: Serve
     }
   }
 
-  return {
-    base, routes: app.routes.map(r => r.spec), db, config, sequencer, request, as, lastLoggedError: logged.last,
-    async close () {
-      app.close()
-      await new Promise<void>(resolve => server.close(() => resolve()))
-      await sequencer.stop()
-      await boss?.stop({ graceful: false })
-      await feed.stop()
-      await db.destroy()
-      await redis?.quit()
-    }
-  }
+  return { request, as }
 }
 
 /** A sending-only pg-boss (no maintenance, no schedules) with every queue of lib/queues/contracts.ts. */

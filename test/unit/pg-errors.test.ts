@@ -25,8 +25,27 @@ describe('translatePgError', () => {
     assert.match(e.message, /Self-intersection at \[0\.5, 0\.5\]\); fix it, or set geometry\.makeValid/)
   })
 
+  it('makes a database that went away or cannot be reached NOT_READY (database unavailable)', () => {
+    const lost = [
+      Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' }),
+      Object.assign(new Error('the database system is starting up'), { code: '57P03' }),
+      Object.assign(new Error('connection failure'), { code: '08006' }),
+      Object.assign(new AggregateError([], 'connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' }),
+      // node-postgres's own messages (the client's, not the server's language).
+      new Error('Connection terminated unexpectedly'),
+      new Error('Client has encountered a connection error and is not queryable'),
+      Object.assign(new Error('Knex: Timeout acquiring a connection. The pool is probably full.'), { name: 'KnexTimeoutError' })
+    ]
+    for (const err of lost) {
+      const e = translatePgError(err)
+      assert.ok(e instanceof AppError, err.message)
+      assert.equal(e.code, 'NOT_READY')
+      assert.equal(e.details.reason, 'database unavailable')
+    }
+  })
+
   it('leaves an error it does not know as it is', () => {
-    const err = Object.assign(new Error('x'), { code: '57P01' })
+    const err = Object.assign(new Error('x'), { code: 'XX000' })
     assert.equal(translatePgError(err), err)
   })
 })
