@@ -136,10 +136,11 @@ export async function items (ctx: ServiceContext, cache: RenderCache | null, slu
   const pl = await plan(ctx, 'ogc-items', { layer: slug, bbox: q.bbox }, { filter: datetimeFilter(q.datetime), parts: [q.limit, q.offset, q.datetime ?? null, self] })
   if (pl.layer === null) throw new AppError('BAD_REQUEST', 'layer is required', { field: 'layer' })
   return cached(cache, pl, c, async () => {
-    const [page, matched] = await withStatementTimeout(ctx.db, ctx.config.queryStatementTimeoutMs, db => Promise.all([
-      exportSql.featurePage(db, pl.scope, pl.fields, q.limit, q.offset),
-      exportSql.countFeatures(db, pl.scope)
-    ]))
+    // One after the other: under the statement bound both run on its one connection.
+    const [page, matched] = await withStatementTimeout(ctx.db, ctx.config.queryStatementTimeoutMs, async db => [
+      await exportSql.featurePage(db, pl.scope, pl.fields, q.limit, q.offset),
+      await exportSql.countFeatures(db, pl.scope)
+    ] as const)
     const links = [link(pageUrl(self, q, q.offset), 'self', GEOJSON, 'this page')]
     if (q.offset + page.returned < matched) links.push(link(pageUrl(self, q, q.offset + q.limit), 'next', GEOJSON, 'next page'))
     if (q.offset > 0) links.push(link(pageUrl(self, q, Math.max(0, q.offset - q.limit)), 'prev', GEOJSON, 'previous page'))

@@ -44,7 +44,7 @@ export async function queryObjectsJson (ctx: ServiceContext, params: ListParams)
  * Compiles once, then reads the page (one row beyond it, so hasMore is exact) with the set's
  * size: without aggregations, counted up to 10,001 in the page's own statement (the planner's
  * estimate above 10,000, docs/behaviour.md "Lists"); with them, the exact count and the aggregates over
- * the whole set, in parallel.
+ * the whole set.
  */
 async function findObjects (ctx: ServiceContext, q: Query): Promise<string> {
   const src = sql.source(ctx.tenantId, q.asOf)
@@ -57,10 +57,9 @@ async function findObjects (ctx: ServiceContext, q: Query): Promise<string> {
     return pageJson(p.items, pagination(p.count, q.limit, q.offset, t.total, { exact: t.exact, more: p.more }))
   }
   const aggregates = aggregateList(q.aggregations)
-  const [p, stats] = await Promise.all([
-    sql.selectPageJson(ctx.db, sql.pageJsonStatement(src, where, order, q.limit, q.offset)),
-    sql.selectStats(ctx.db, src, where, aggregates)
-  ])
+  // One after the other: under a statement bound both run on the bound's one connection.
+  const p = await sql.selectPageJson(ctx.db, sql.pageJsonStatement(src, where, order, q.limit, q.offset))
+  const stats = await sql.selectStats(ctx.db, src, where, aggregates)
   const aggregations = q.aggregations.map((a, i) => toAggregateDto(a, (stats as Record<string, unknown>)[`a${i}`]))
   return pageJson(p.items, pagination(p.count, q.limit, q.offset, stats.total, { more: p.more }), { aggregations })
 }

@@ -44,6 +44,12 @@ export interface GraphqlContext {
   loaders: Loaders
   /** license.assertFeature, run once per request and feature (server/graphql/features.ts). */
   requireFeature: (feature: license.Feature) => Promise<void>
+  /**
+   * Runs the request's root fields one after another (server/graphql/features.ts): a document's
+   * aliases would otherwise each take a pool connection at once, and the tenant's share of the
+   * API (TENANT_MAX_CONCURRENT_REQUESTS) counts requests, not connections.
+   */
+  inTurn: <T>(run: () => Promise<T>) => Promise<T>
 }
 
 export function graphqlContext (service: ServiceContext): GraphqlContext {
@@ -56,5 +62,11 @@ export function graphqlContext (service: ServiceContext): GraphqlContext {
     }
     return check
   }
-  return { service, loaders: createLoaders(service), requireFeature }
+  let last: Promise<unknown> = Promise.resolve()
+  const inTurn = <T>(run: () => Promise<T>): Promise<T> => {
+    const next = last.then(run, run)
+    last = next.catch(() => {})
+    return next
+  }
+  return { service, loaders: createLoaders(service), requireFeature, inTurn }
 }

@@ -16,10 +16,16 @@ export function gated (feature: Feature, fields: Record<string, Resolver>): Reco
   }]))
 }
 
-/** A module's resolvers with its root fields (Query, Mutation) behind its feature, if it has one. */
+/** Root fields run in turn within a request (GraphqlContext.inTurn); GraphQL runs mutations in turn already. */
+function inTurn (fields: Record<string, Resolver>): Record<string, Resolver> {
+  return Object.fromEntries(Object.entries(fields).map(([name, resolve]) => [name, (p: unknown, a: unknown, c: GraphqlContext, i: unknown) =>
+    c.inTurn(async () => await resolve(p, a, c, i))]))
+}
+
+/** A module's resolvers with its root fields (Query, Mutation) behind its feature, if it has one, and its queries in turn. */
 export function moduleResolvers (m: GraphqlModule): Record<string, any> {
-  if (m.feature === undefined) return m.resolvers
   const out = { ...m.resolvers }
-  for (const root of ['Query', 'Mutation']) if (out[root] !== undefined) out[root] = gated(m.feature, out[root])
+  if (m.feature !== undefined) for (const root of ['Query', 'Mutation']) if (out[root] !== undefined) out[root] = gated(m.feature, out[root])
+  if (out.Query !== undefined) out.Query = inTurn(out.Query)
   return out
 }
