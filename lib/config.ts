@@ -29,6 +29,12 @@ export interface Config {
    */
   tenantGate: { maxConcurrent: number, maxQueued: number, maxWaitMs: number }
   layerCacheTtlSeconds: number
+  /**
+   * The change feed's live streams (lib/changes): open streams per tenant in each API process
+   * (more: 429), the heartbeat interval, and the bytes a stream may hold unsent before it is
+   * dropped (a slow consumer resumes from its last event id).
+   */
+  changes: { maxStreamsPerTenant: number, heartbeatMs: number, bufferBytes: number }
   license: {
     publicKey: string | null
     key: string | null
@@ -214,6 +220,11 @@ export function loadConfig (env: Env, release = '0.0.0'): Readonly<Config> {
       maxWaitMs: int(env, 'TENANT_QUEUE_TIMEOUT_MS', 10_000, 1, 600_000)
     }),
     layerCacheTtlSeconds: int(env, 'LAYER_CACHE_TTL_SECONDS', 3600, 0),
+    changes: Object.freeze({
+      maxStreamsPerTenant: int(env, 'CHANGES_MAX_STREAMS_PER_TENANT', 100, 1, 1_000_000),
+      heartbeatMs: int(env, 'CHANGES_HEARTBEAT_SECONDS', 15, 1, 3600) * 1000,
+      bufferBytes: int(env, 'CHANGES_STREAM_BUFFER_BYTES', 1024 * 1024, 16 * 1024, 1024 * 1024 * 1024)
+    }),
     license: Object.freeze({
       publicKey,
       key: str(env, 'LICENSE_KEY'),

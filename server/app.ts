@@ -8,6 +8,7 @@ import type { Logger } from '../lib/log.js'
 import type { AuditKicker, JobSender, ModuleHooks } from '../lib/context.js'
 import { AppError } from '../lib/errors.js'
 import * as layers from '../lib/layers/index.js'
+import { ChangeHub } from '../lib/changes/index.js'
 import { watchQueues } from './fleet-metrics.js'
 import * as health from '../lib/health/index.js'
 import { createLimiter } from './middleware/rate-limit.js'
@@ -31,11 +32,20 @@ export interface AppDeps {
   renderCache?: layers.RenderCache
 }
 
+/** What createApp adds to AppDeps for the routes. */
+export interface AppParts {
+  renderCache: layers.RenderCache
+  /** The process's live change streams (lib/changes). */
+  changeHub: ChangeHub
+}
+
 export interface App {
   /** The request handler, for http.createServer. */
   callback: () => (req: IncomingMessage, res: ServerResponse) => void
   /** Every declared route (what /openapi/v1.json documents). */
   routes: Route[]
+  /** Ends what outlives a request (the live change streams; their clients resume), before the server closes. */
+  close: () => void
 }
 
 /**
@@ -45,7 +55,11 @@ export interface App {
  * way runs server/http/exchange.ts. Koa answers what no route takes: 404, 405, 501, OPTIONS.
  */
 export function createApp (appDeps: AppDeps): App {
-  const deps = { ...appDeps, renderCache: appDeps.renderCache ?? layers.createRenderCache(appDeps.redis) }
+  const deps = {
+    ...appDeps,
+    renderCache: appDeps.renderCache ?? layers.createRenderCache(appDeps.redis),
+    changeHub: new ChangeHub(appDeps.db, appDeps.config.changes, appDeps.log)
+  }
   const routes = declareRoutes(deps)
   const limiter = createLimiter({ ...deps.config.rateLimit, redis: deps.redis })
   const compiled = compileRoutes(routes, { config: deps.config, db: deps.db, sequencer: deps.sequencer, jobs: deps.jobs, hooks: deps.hooks, limiter })
@@ -64,7 +78,8 @@ export function createApp (appDeps: AppDeps): App {
   app.on('error', () => { /* every answer is written by server/http/exchange.ts */ })
   return {
     callback: () => withEdge(compiled, x, app.callback() as (req: IncomingMessage, res: ServerResponse) => void),
-    routes
+    routes,
+    close: () => { deps.changeHub.stop() }
   }
 }
 

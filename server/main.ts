@@ -23,6 +23,8 @@ const server = http.createServer(app.callback()).listen(config.port, () => {
 })
 
 onShutdown(log, async () => {
+  // Live change streams end first (their clients resume elsewhere); close waits for open connections.
+  app.close()
   await new Promise<void>(resolve => server.close(() => resolve()))
   await rt.stop()
 })

@@ -77,6 +77,16 @@ function compiled (layer: sql.LayerRow): CompiledLayer {
 }
 
 /**
+ * The layer (by slug or id; 404 when unknown) and ONE filter tree of its filters, the request's
+ * typeId and bbox and `extra` (README "Selection"). The caller has authorized the read.
+ */
+export async function selection (ctx: ServiceContext, p: { layer?: string, typeId?: string, bbox?: string }, extra: FilterNode | null = null): Promise<{ layer: sql.LayerRow | null, own: CompiledLayer | null, filter: FilterNode | null }> {
+  const layer = p.layer === undefined ? null : await cachedLayer(ctx, p.layer)
+  const own = layer === null ? null : compiled(layer)
+  return { layer, own, filter: and([own?.filter ?? null, requestFilter(p), extra]) }
+}
+
+/**
  * Resolves the layer and the selection and derives the cache key. Order matters: the change
  * counter is read BEFORE any rendering, so a rendering is never older than the key it is kept
  * under (a change in between only makes the entry newer than its key; the next request, seeing
@@ -86,10 +96,8 @@ export async function plan (ctx: ServiceContext, kind: string, p: ExportParams, 
   // Exports need objects:read (docs/behaviour.md "Authentication and roles"). All of the caller's
   // permissions shape the answer, so they are checked here, before any cache lookup or 304.
   await access.authorize(ctx, 'objects', 'read')
-  const layer = p.layer === undefined ? null : await cachedLayer(ctx, p.layer)
-  const own = layer === null ? null : compiled(layer)
+  const { layer, own, filter } = await selection(ctx, p, extra.filter)
   const fields = p.fields !== undefined ? parseFields(p.fields.split(',').map(s => s.trim()), () => 'fields') : own?.fields ?? ALL_FIELDS
-  const filter = and([own?.filter ?? null, requestFilter(p), extra.filter ?? null])
   const changes = await changeCount(ctx, typeBuckets(layer, p.typeId))
   const ttl = layer?.cache_ttl_seconds ?? ctx.config.layerCacheTtlSeconds
   const { key, etag, gzipEtag } = renderKey(ctx.tenantId, [

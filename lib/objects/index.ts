@@ -1,5 +1,5 @@
 export * as schema from './schema.js'
 export { createObject, createObjects, patchObject, deleteObject, getObject, getObjectJson, getObjectsByIds, listObjects, listObjectsJson, explainList, objectHistory, lockForChange, recordObjectChange, sortExpression, type ListQuery } from './service.js'
-export { writeVersion, objectSource, objectJson, lockLiveObjects, liveObjectExists, type ObjectRow, type TimePoint } from './sql.js'
+export { writeVersion, objectSource, objectJson, VERSION_COLS, lockLiveObjects, liveObjectExists, type ObjectRow, type TimePoint } from './sql.js'
 export { toObjectDto, type ObjectDto } from './dto.js'
 export { mergePatch } from './merge-patch.js'

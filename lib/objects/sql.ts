@@ -208,7 +208,8 @@ export async function nextPublicIdSeq (tx: Tx, tenantId: string, typeId: string)
 /** How to read: the current table, a transaction-time instant, or a valid-time instant. */
 export type TimePoint = { asOf?: string, validAt?: string }
 
-const VERSION_COLS = `object_id AS id, tenant_id, type_id, public_id, attributes, geom, workflow_state, version,
+/** A stored version's columns under the names of the object source `o` (objectSource). */
+export const VERSION_COLS = `object_id AS id, tenant_id, type_id, public_id, attributes, geom, workflow_state, version,
   valid_from, created_at, updated_at`
 
 /**

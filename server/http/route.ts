@@ -109,6 +109,8 @@ export interface ResponseSpec {
   schema?: object
   /** Defaults to application/json. */
   contentType?: string
+  /** Further media types of the same answer (content negotiation by Accept), each with its schema. */
+  alternatives?: Record<string, object>
   headers?: Record<string, { description: string, schema: object }>
 }
 

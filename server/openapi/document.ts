@@ -21,6 +21,7 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
 export const TAG_DESCRIPTIONS: Record<string, string> = {
   audit: 'The tamper-evident audit chain: list events, verify an event and the chain',
   automation: 'Automation rules (trigger, match, condition, effect), their runs and the webhook ingress',
+  changes: 'The change feed: the tenant\'s object changes in commit order after a cursor, as pages or a live Server-Sent Events stream',
   graphql: 'The GraphQL endpoint and its schema: the same services, permissions and limits as REST',
   layers: 'Layer definitions and spatial exports: GeoJSON, NDJSON, vector tiles, OGC API Features',
   license: 'License status, installation and usage',
@@ -71,7 +72,9 @@ function operation (r: RouteSpec, used: Set<string>): object {
     responses[status] = {
       description: res.description,
       ...(res.headers ? { headers: res.headers } : {}),
-      ...(res.schema || res.contentType ? { content: { [res.contentType ?? 'application/json']: { schema: res.schema ?? { type: 'string' } } } } : {})
+      ...(res.schema || res.contentType
+        ? { content: { [res.contentType ?? 'application/json']: { schema: res.schema ?? { type: 'string' } }, ...Object.fromEntries(Object.entries(res.alternatives ?? {}).map(([type, schema]) => [type, { schema }])) } }
+        : {})
     }
   }
   const errors = new Set<number>([...(r.errors ?? []), 500])

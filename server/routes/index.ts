@@ -1,6 +1,5 @@
-import type { AppDeps } from '../app.js'
+import type { AppDeps, AppParts } from '../app.js'
 import type { Route } from '../http/route.js'
-import type { RenderCache } from '../../lib/layers/index.js'
 import { buildOpenApi } from '../openapi/document.js'
 import { platformRoutes } from './platform.js'
 import { objectTypeRoutes } from './object-types.js'
@@ -15,11 +14,11 @@ import { licenseRoutes } from './license.js'
 import { permissionRoutes } from './permissions.js'
 import { graphqlRoutes } from '../graphql/index.js'
 import { layerRoutes } from './layers.js'
+import { changeRoutes } from './changes.js'
 import { ogcRoutes } from './ogc.js'
 import { mapRoutes } from '../map/index.js'
 
-export interface RouteDeps extends AppDeps {
-  renderCache: RenderCache
+export interface RouteDeps extends Omit<AppDeps, 'renderCache'>, AppParts {
   /** /openapi/v1.json, built from every declared route. */
   openapi: () => object
 }
@@ -42,12 +41,13 @@ const MODULES: RouteModule[] = [
   permissionRoutes,
   graphqlRoutes,
   layerRoutes,
+  changeRoutes,
   ogcRoutes,
   mapRoutes
 ]
 
 /** Every route the API serves; the OpenAPI document is built from exactly these. */
-export function declareRoutes (deps: AppDeps & { renderCache: RenderCache }): Route[] {
+export function declareRoutes (deps: AppDeps & AppParts): Route[] {
   let document: object | undefined
   const routes: Route[] = []
   const routeDeps: RouteDeps = { ...deps, openapi: () => (document ??= buildOpenApi(routes.map(r => r.spec), deps.config.release)) }

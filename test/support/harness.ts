@@ -133,6 +133,7 @@ export async function startServer (env: Record<string, string> = {}, opts: Serve
   return {
     base, routes: app.routes.map(r => r.spec), db, config, sequencer, request, as,
     async close () {
+      app.close()
       await new Promise<void>(resolve => server.close(() => resolve()))
       await sequencer.stop()
       await boss?.stop({ graceful: false })
