@@ -4,11 +4,13 @@
 
 export const FOLLOW_JS = String.raw`
 // followChanges({ path, token, signal, onChange, onStatus }): reads the feed at path (e.g.
-// /v1/changes?layer=poles) as text/event-stream until signal aborts. Each 'change' event's data is
-// handed to onChange. After a drop it reconnects (0.5 s, doubling to 15 s) from the last cursor
-// (since= and Last-Event-ID), so nothing is missed; a refused cursor (too old, unknown) is
-// dropped and onStatus('restarted') says the page must reload what it shows. A stream silent for
-// SILENT_MS (not even a heartbeat) is taken for dead and reconnected.
+// /v1/changes?layer=poles) as text/event-stream until signal aborts, from its current end
+// (since=now: without since the feed starts from the beginning). Each 'change' event's data is
+// handed to onChange. After a drop (or 'event: dropped', a consumer too slow) it reconnects
+// (0.5 s, doubling to 15 s) from the last cursor (since= and Last-Event-ID), so nothing is
+// missed; a refused cursor (400) is dropped and onStatus('restarted') says the page must reload
+// what it shows. A stream silent for SILENT_MS (not even a heartbeat, CHANGES_HEARTBEAT_SECONDS,
+// 15 s by default) is taken for dead and reconnected.
 function followChanges (opts) {
   const SILENT_MS = 60000
   let cursor = null
@@ -29,15 +31,17 @@ function followChanges (opts) {
       else if (field === 'id') id = value
     }
     if (id !== null) cursor = id
-    if (event !== 'change' || data.length === 0) return
+    if ((event !== 'change' && event !== 'dropped') || data.length === 0) return
     let change
     try { change = JSON.parse(data.join('\n')) } catch { return } // a malformed event is skipped, not retried forever
     if (change.cursor) cursor = String(change.cursor)
-    opts.onChange(change)
+    // dropped: the server cut a consumer that fell behind; the stream ends and resumes from its cursor.
+    if (event === 'change') opts.onChange(change)
   }
 
   async function readOnce () {
-    const q = cursor === null ? '' : (opts.path.includes('?') ? '&' : '?') + 'since=' + encodeURIComponent(cursor)
+    // since=now on a fresh start (absent would replay the feed from the beginning).
+    const q = (opts.path.includes('?') ? '&' : '?') + 'since=' + encodeURIComponent(cursor === null ? 'now' : cursor)
     const headers = { Authorization: 'Bearer ' + opts.token(), Accept: 'text/event-stream' }
     if (cursor !== null) headers['Last-Event-ID'] = cursor
     const local = new AbortController()

@@ -224,8 +224,9 @@ const MAIN_JS = String.raw`
       map.refreshTiles('layer')
       await idle()
       if (wasEmpty || state.features === 0) {
-        state.empty = await isEmpty(slug)
-        if (wasEmpty && !state.empty) { fit(await tileJson(slug)); await idle() }
+        const empty = await isEmpty(slug)
+        if (wasEmpty && !empty) { fit(await tileJson(slug)); await idle() }
+        state.empty = empty
       }
       summarise()
       state.redraws++

@@ -56,7 +56,7 @@ describe('GET /map/basemap.json', () => {
   })
 })
 
-describe('/map in headless Chromium', { timeout: 300_000 }, () => {
+describe('/map in headless Chromium', { timeout: 600_000 }, () => {
   const o = useOwnerSession()
   let browser: Browser
   let typeId = ''
@@ -145,7 +145,7 @@ describe('/map in headless Chromium', { timeout: 300_000 }, () => {
       const id = await createObject([2.35, 48.86])
       assert.equal((await o.owner.post(`/v1/objects/${id}/workflow/transitions`, { targetState: 'review' })).status, 200)
       assert.equal((await o.owner.post(`/v1/objects/${id}/workflow/transitions`, { targetState: 'approved' })).status, 200)
-      await page.waitForFunction(() => (window as any).mapState.features === 1, null, { timeout: 30_000 })
+      await page.waitForFunction(() => (window as any).mapState.empty === false, null, { timeout: 60_000 })
       const after = await mapState(page)
       assert.equal(after.empty, false)
       assert.equal(await page.isVisible('#notice'), false)
@@ -163,12 +163,12 @@ describe('/map in headless Chromium', { timeout: 300_000 }, () => {
       assert.equal(before.feed.status, 'live', `the change feed: ${before.feed.error}`)
       await page.evaluate(() => { (window as any).reloaded = false })
       const id = await createObject([13.40, 52.515])
-      await page.waitForFunction((n) => (window as any).mapState.features === n, before.features + 1, { timeout: 30_000 })
+      await page.waitForFunction((n) => (window as any).mapState.features === n, before.features + 1, { timeout: 60_000 })
       assert.ok((await rendered(page, 'point')).some(p => p.id === id), 'the new object is rendered')
       assert.equal(await page.evaluate(() => (window as any).reloaded), false, 'the page was not reloaded')
 
       assert.equal((await o.owner.post(`/v1/objects/${id}/workflow/transitions`, { targetState: 'review' })).status, 200)
-      await page.waitForFunction(() => (window as any).mapState.legend.some((r: any) => r.state === 'review' && r.count === 2), null, { timeout: 30_000 })
+      await page.waitForFunction(() => (window as any).mapState.legend.some((r: any) => r.state === 'review' && r.count === 2), null, { timeout: 60_000 })
       const s = await mapState(page)
       assert.ok(s.feed.changes >= 2)
       assert.ok(s.feed.cursor !== null)
