@@ -3,7 +3,7 @@
 // is read with fetch() and a ReadableStream reader, and its server-sent events parsed here.
 
 export const FOLLOW_JS = String.raw`
-// followChanges({ path, token, signal, onChange, onStatus }): reads the feed at path (e.g.
+// followChanges({ path, token, signal, onChange, onStatus }) -> { drop }: reads the feed at path (e.g.
 // /v1/changes?layer=poles) as text/event-stream until signal aborts, from its current end
 // (since=now: without since the feed starts from the beginning). Each 'change' event's data is
 // handed to onChange. After a drop (or 'event: dropped', a consumer too slow) it reconnects
@@ -15,6 +15,7 @@ function followChanges (opts) {
   const SILENT_MS = 60000
   let cursor = null
   let delay = 500
+  let current = null
   const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 
   function dispatch (block) {
@@ -44,7 +45,7 @@ function followChanges (opts) {
     const q = (opts.path.includes('?') ? '&' : '?') + 'since=' + encodeURIComponent(cursor === null ? 'now' : cursor)
     const headers = { Authorization: 'Bearer ' + opts.token(), Accept: 'text/event-stream' }
     if (cursor !== null) headers['Last-Event-ID'] = cursor
-    const local = new AbortController()
+    const local = current = new AbortController()
     const stop = () => local.abort()
     opts.signal.addEventListener('abort', stop)
     let watchdog = null
@@ -80,7 +81,7 @@ function followChanges (opts) {
     }
   }
 
-  return (async () => {
+  ;(async () => {
     while (!opts.signal.aborted) {
       let error = null
       try { await readOnce() } catch (err) { error = String(err.message || err) }
@@ -90,5 +91,8 @@ function followChanges (opts) {
       delay = Math.min(delay * 2, 15000)
     }
   })()
+  // drop() cuts the stream in use as a network failure would (a person, or a test, can see the
+  // follower resume).
+  return { drop: () => { if (current) current.abort() } }
 }
 `

@@ -5,7 +5,8 @@ import { createRequire } from 'node:module'
 import * as layers from '../../lib/layers/index.js'
 import { route, type Answer, type Route, type RouteRequest } from '../http/route.js'
 import { buildBasemap } from './basemap.js'
-import { PAGE_HTML, PAGE_JS } from './page.js'
+import { PAGE_HTML } from './html.js'
+import { PAGE_JS } from './page.js'
 
 // GET /map: a page that shows one layer's vector tiles (MapLibre GL JS, served from our own
 // node_modules: no CDN, no external tiles or fonts) over a light basemap of Natural Earth land and

@@ -1,49 +1,6 @@
 import { FOLLOW_JS } from './follow.js'
 
-// The /map page's HTML and script, kept in modules so the build (dist/) carries them.
-
-export const PAGE_HTML = String.raw`<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>Map</title>
-<link rel="stylesheet" href="/map/maplibre-gl.css">
-<style>
-  html, body { margin: 0; height: 100%; font: 14px system-ui, sans-serif; }
-  #map { position: absolute; inset: 0; }
-  .panel { position: absolute; z-index: 1; background: #fff; padding: 6px 8px; border-radius: 4px; box-shadow: 0 1px 4px #0003; }
-  #bar { top: 8px; left: 8px; display: flex; gap: 6px; align-items: center; }
-  #bar input { width: 16em; }
-  #status { color: #555; }
-  #live { color: #999; }
-  #live.on { color: #2a9d3a; }
-  #notice { top: 45%; left: 50%; transform: translate(-50%, -50%); padding: 12px 16px; font-size: 16px; }
-  #legend { bottom: 28px; left: 8px; }
-  #legend ul { list-style: none; margin: 4px 0 0; padding: 0; }
-  #legend li { display: flex; gap: 6px; align-items: center; }
-  #legend i { display: inline-block; width: 12px; height: 12px; border-radius: 50%; border: 1px solid #0004; }
-  [hidden] { display: none !important; }
-  .props td { padding: 1px 6px 1px 0; vertical-align: top; }
-  .props td:first-child { color: #555; }
-</style>
-</head>
-<body>
-<div id="map"></div>
-<div id="bar" class="panel">
-  <label>Layer <select id="layer"></select></label>
-  <input id="token" type="password" placeholder="access token (Bearer)">
-  <button id="go">Show</button>
-  <span id="status" role="status">Loading the map…</span>
-  <span id="live" title="change feed: not connected">●</span>
-</div>
-<div id="notice" class="panel" role="status">Loading…</div>
-<div id="legend" class="panel" hidden><strong>Workflow state</strong><ul></ul></div>
-<script src="/map/maplibre-gl.js"></script>
-<script src="/map/page.js"></script>
-</body>
-</html>
-`
+// The /map page's script (its HTML: html.ts), kept in modules so the build (dist/) carries them.
 
 const MAIN_JS = String.raw`
 // The /map page: lists the tenant's layers, shows the chosen one's vector tiles (TileJSON from
@@ -51,7 +8,8 @@ const MAIN_JS = String.raw`
 // workflow state with a legend of the states in view, shows a clicked feature's properties, and
 // follows the change feed for the layer, reloading its tiles after each change. window.mapState
 // tells a test (or a curious person) what happened: { layer, loading, ready, empty, error,
-// features, legend, basemap, feed: { status, cursor, changes, error }, redraws }.
+// features, legend, basemap, feed: { status, cursor, changes, error }, redraws }; window.mapFeed.drop()
+// cuts the change stream, to watch the page resume from its cursor.
 (function () {
   const params = new URLSearchParams(location.hash.slice(1))
   const tokenInput = document.getElementById('token')
@@ -211,6 +169,12 @@ const MAIN_JS = String.raw`
   }
 
   const idle = () => new Promise((resolve) => map.once('idle', resolve))
+  // refreshTiles marks the tiles in view expired at once; they are in when the source is loaded
+  // again. (Not 'idle': a reload that changes nothing on screen need not render a frame.)
+  const reloaded = () => new Promise((resolve) => {
+    const check = () => !map.getSource('layer') || map.isSourceLoaded('layer') ? resolve() : setTimeout(check, 50)
+    check()
+  })
   map.on('idle', () => { if (state.ready) summarise() })
 
   // Redraw after changes: one reload at a time; changes during one make one more after it.
@@ -222,7 +186,7 @@ const MAIN_JS = String.raw`
       const slug = state.layer
       const wasEmpty = state.empty
       map.refreshTiles('layer')
-      await idle()
+      await reloaded()
       if (wasEmpty || state.features === 0) {
         const empty = await isEmpty(slug)
         if (wasEmpty && !empty) { fit(await tileJson(slug)); await idle() }
@@ -264,7 +228,7 @@ const MAIN_JS = String.raw`
       connected()
     }
     state.feed = { status: 'connecting', cursor: null, changes: 0, error: null }
-    followChanges({ path: '/v1/changes?layer=' + encodeURIComponent(slug), token, signal: follower.signal, onChange, onStatus: setStatus })
+    window.mapFeed = followChanges({ path: '/v1/changes?layer=' + encodeURIComponent(slug), token, signal: follower.signal, onChange, onStatus: setStatus })
     // The feed's first answer (or its failure) lets the page load; a slow one does not hold it up long.
     await Promise.race([first, new Promise((resolve) => setTimeout(resolve, 3000))])
   }

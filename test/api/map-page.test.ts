@@ -87,7 +87,7 @@ describe('/map in headless Chromium', { timeout: 600_000 }, () => {
     const external = externalRequests(page, o.s.base)
     const errors: string[] = []
     page.on('pageerror', err => errors.push(String(err)))
-    await page.goto(`${o.s.base}/map#token=${o.owner.token}&layer=${slug}`)
+    await page.goto(`${o.s.base}/map#token=${o.owner.token}&layer=${slug}`, { timeout: 120_000 })
     await page.waitForFunction(() => { const s = (window as any).mapState; return s !== undefined && (s.ready === true || s.error !== null) }, null, { timeout: 120_000 })
       .catch(err => { throw new Error(`${String(err)}; page errors: ${errors.join('; ')}`) })
     assert.equal(await page.evaluate(() => (window as any).mapState.error), null)
@@ -96,6 +96,11 @@ describe('/map in headless Chromium', { timeout: 600_000 }, () => {
   }
 
   const mapState = (page: Page): Promise<any> => page.evaluate(() => (window as any).mapState)
+  // Waits on a condition over window.mapState; a timeout says what the page's state was.
+  async function until (page: Page, what: string, fn: (s: any, arg: any) => boolean, arg?: unknown): Promise<void> {
+    await page.waitForFunction(`(${fn.toString()})(window.mapState, ${JSON.stringify(arg ?? null)})`, null, { timeout: 60_000 })
+      .catch(async err => { throw new Error(`${what}: ${String(err).split('\n')[0]}; mapState ${JSON.stringify(await mapState(page))}`) })
+  }
   const rendered = (page: Page, layer: string): Promise<any[]> =>
     page.evaluate((l) => (window as any).map.queryRenderedFeatures({ layers: [l] }).map((f: any) => f.properties), layer)
 
@@ -145,7 +150,7 @@ describe('/map in headless Chromium', { timeout: 600_000 }, () => {
       const id = await createObject([2.35, 48.86])
       assert.equal((await o.owner.post(`/v1/objects/${id}/workflow/transitions`, { targetState: 'review' })).status, 200)
       assert.equal((await o.owner.post(`/v1/objects/${id}/workflow/transitions`, { targetState: 'approved' })).status, 200)
-      await page.waitForFunction(() => (window as any).mapState.empty === false, null, { timeout: 60_000 })
+      await until(page, 'the first feature', s => s.empty === false)
       const after = await mapState(page)
       assert.equal(after.empty, false)
       assert.equal(await page.isVisible('#notice'), false)
@@ -163,15 +168,39 @@ describe('/map in headless Chromium', { timeout: 600_000 }, () => {
       assert.equal(before.feed.status, 'live', `the change feed: ${before.feed.error}`)
       await page.evaluate(() => { (window as any).reloaded = false })
       const id = await createObject([13.40, 52.515])
-      await page.waitForFunction((n) => (window as any).mapState.features === n, before.features + 1, { timeout: 60_000 })
+      await until(page, 'the new object', (s, n) => s.features === n, before.features + 1)
       assert.ok((await rendered(page, 'point')).some(p => p.id === id), 'the new object is rendered')
       assert.equal(await page.evaluate(() => (window as any).reloaded), false, 'the page was not reloaded')
 
       assert.equal((await o.owner.post(`/v1/objects/${id}/workflow/transitions`, { targetState: 'review' })).status, 200)
-      await page.waitForFunction(() => (window as any).mapState.legend.some((r: any) => r.state === 'review' && r.count === 2), null, { timeout: 60_000 })
+      await until(page, 'the new state in the legend', s => s.legend.some((r: any) => r.state === 'review' && r.count === 2))
       const s = await mapState(page)
       assert.ok(s.feed.changes >= 2)
       assert.ok(s.feed.cursor !== null)
+    } finally {
+      await page.close()
+    }
+  })
+
+  it('after a dropped stream, resumes from its cursor and draws what changed meanwhile', async () => {
+    const { page } = await open('poles')
+    try {
+      await until(page, 'the feed', s => s.feed.status === 'live')
+      const n = (await mapState(page)).features
+      // One change seen live gives the page a cursor; its second, later redraw is awaited too.
+      await createObject([13.41, 52.505])
+      await until(page, 'the live change, redrawn twice', (s, k) => s.features === k && s.redraws >= 2, n + 1)
+      // Offline, the stream cut: the object is written while the page cannot hear, and cannot reconnect.
+      await page.context().setOffline(true)
+      await page.evaluate(() => (window as any).mapFeed.drop())
+      await until(page, 'the drop', s => s.feed.status === 'reconnecting')
+      const id = await createObject([13.39, 52.52])
+      await page.context().setOffline(false)
+      await until(page, 'the change made during the drop', (s, k) => s.features === k, n + 2)
+      assert.ok((await rendered(page, 'point')).some(p => p.id === id), 'the object written during the drop is rendered')
+      const s = await mapState(page)
+      assert.equal(s.feed.status, 'live')
+      assert.equal(s.feed.changes, 2, 'the change written during the drop came from the resumed stream')
     } finally {
       await page.close()
     }
