@@ -17,7 +17,16 @@ import { PAGE_JS } from './page.js'
 const require = createRequire(import.meta.url)
 const maplibreDir = path.dirname(require.resolve('maplibre-gl/dist/maplibre-gl.js'))
 
-interface Asset { operationId: string, summary: string, type: string, build: () => Buffer }
+interface Asset { operationId: string, summary: string, type: string, build: () => Buffer, schema?: object }
+
+const BASEMAP_SCHEMA = {
+  type: 'object',
+  required: ['type', 'features'],
+  properties: {
+    type: { const: 'FeatureCollection' },
+    features: { type: 'array', items: { type: 'object', required: ['type', 'properties', 'geometry'], properties: { properties: { type: 'object', properties: { kind: { enum: ['land', 'border'] } } } } } }
+  }
+}
 
 const fromText = (text: string) => () => Buffer.from(text)
 const fromFile = (file: string) => () => fs.readFileSync(file)
@@ -25,7 +34,7 @@ const fromFile = (file: string) => () => fs.readFileSync(file)
 const ASSETS: Record<string, Asset> = {
   '/map': { operationId: 'mapPage', summary: 'The map page (HTML): a layer\'s vector tiles over a basemap of land and borders, kept up to date from the change feed', build: fromText(PAGE_HTML), type: 'text/html; charset=utf-8' },
   '/map/page.js': { operationId: 'mapPageScript', summary: 'The map page\'s script', build: fromText(PAGE_JS), type: 'text/javascript; charset=utf-8' },
-  '/map/basemap.json': { operationId: 'mapBasemap', summary: 'The map page\'s basemap: Natural Earth 1:50m land and country borders (world-atlas) as GeoJSON, features `kind` land or border', build: buildBasemap, type: 'application/geo+json' },
+  '/map/basemap.json': { operationId: 'mapBasemap', summary: 'The map page\'s basemap: Natural Earth 1:50m land and country borders (world-atlas) as GeoJSON, features `kind` land or border', build: buildBasemap, type: 'application/geo+json', schema: BASEMAP_SCHEMA },
   '/map/maplibre-gl.js': { operationId: 'mapLibreScript', summary: 'MapLibre GL JS, served from the service\'s own node_modules', build: fromFile(path.join(maplibreDir, 'maplibre-gl.js')), type: 'text/javascript; charset=utf-8' },
   '/map/maplibre-gl.css': { operationId: 'mapLibreStyles', summary: 'MapLibre GL JS\'s styles, served from the service\'s own node_modules', build: fromFile(path.join(maplibreDir, 'maplibre-gl.css')), type: 'text/css; charset=utf-8' }
 }
@@ -59,7 +68,7 @@ export function mapRoutes (): Route[] {
         'Built on first use and kept; gzip-compressed when Accept-Encoding allows it; an ETag per coding, If-None-Match answers 304.',
       headers: { 'If-None-Match': { description: 'An ETag from an earlier answer: 304 while it still holds', required: false, schema: { type: 'string' } } },
       responses: {
-        200: { description: asset.summary, contentType, schema: { type: 'string' } },
+        200: { description: asset.summary, contentType, schema: asset.schema ?? { type: 'string' } },
         304: { description: 'Not modified: the If-None-Match ETag still holds' }
       },
       example: { summary: asset.summary, status: 200 }
