@@ -9,6 +9,7 @@ import { VectorTile } from '@mapbox/vector-tile'
 import { PbfReader as Pbf } from 'pbf'
 import { newTenant } from '../support/harness.js'
 import { startService, type Service } from '../support/service.js'
+import { externalRequests, launchChromium } from '../support/browser.js'
 
 // README's tour, over HTTP against the service as `npm start` runs it: in PostgreSQL mode (API
 // and worker processes on TEST_DATABASE_URL; part of `npm test`) or, with TOUR_MODE=embedded
@@ -202,16 +203,10 @@ describe(`README tour (${MODE} mode)`, { timeout: 1_800_000 }, () => {
   })
 
   it('shows the layer on /map in headless Chromium, with a feature\'s properties on click', async () => {
-    const { chromium } = await import('playwright-core')
-    // Debian's chromium (scripts/install.sh); WebGL through SwiftShader, no GPU needed.
-    const browser = await chromium.launch({
-      executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
-      args: ['--no-sandbox', '--use-angle=swiftshader', '--enable-unsafe-swiftshader', '--ignore-gpu-blocklist']
-    })
+    const browser = await launchChromium()
     try {
       const page = await browser.newPage({ viewport: { width: 1000, height: 700 } })
-      const external: string[] = []
-      page.on('request', req => { if (!req.url().startsWith(svc.base) && !req.url().startsWith('blob:') && !req.url().startsWith('data:')) external.push(req.url()) })
+      const external = externalRequests(page, svc.base)
       await page.goto(`${svc.base}/map#token=${token}&layer=poles`)
       assert.notEqual((await page.textContent('#status'))?.trim(), '', 'the first view says that it is loading')
       await page.waitForFunction(() => (window as any).mapState.ready === true || (window as any).mapState.error !== null, null, { timeout: 120_000 })
