@@ -285,10 +285,13 @@ describe('automation engine with worker processes', { timeout: 900_000 }, () => 
     assert.equal(d.status, 200)
     await waitUntil(async () => (await s.db.raw("SELECT count(*)::int AS n FROM pgboss.schedule WHERE name = 'automation.tick' AND key = ?", [rule.id])).rows[0].n === 0, 60_000, 'the schedule to go')
     await waitUntil(async () => (await runsOf()).every(x => !['queued', 'running'].includes(x.status)), 60_000, 'the runs to finish')
-    // One tick job per occurrence (pg-boss files each in its minute's throttle slot), one run per tick job.
-    const jobs = (await s.db.raw("SELECT id, singleton_on FROM pgboss.job WHERE name = 'automation.tick' AND data->>'ruleId' = ?", [rule.id])).rows as Array<{ id: string, singleton_on: Date }>
-    assert.ok(jobs.length >= 2, `two ticks or more, got ${jobs.length}`)
-    assert.equal(new Set(jobs.map(j => j.singleton_on.getTime())).size, jobs.length, 'one tick job per occurrence')
+    // pg-boss files each occurrence once in its minute's slot (a send-it job, whichever worker's
+    // scheduler found it), and that sends one tick job: as many tick jobs as slots, one run per tick job.
+    const slots = (await s.db.raw("SELECT data->>'slot' AS slot FROM pgboss.job WHERE name = '__pgboss__send-it' AND data->>'name' = 'automation.tick' AND data->>'key' = ?", [rule.id])).rows as Array<{ slot: string }>
+    const jobs = (await s.db.raw("SELECT id FROM pgboss.job WHERE name = 'automation.tick' AND data->>'ruleId' = ?", [rule.id])).rows as Array<{ id: string }>
+    assert.ok(slots.length >= 2, `two occurrences or more, got ${slots.length}`)
+    assert.equal(new Set(slots.map(x => x.slot)).size, slots.length, 'each occurrence filed once')
+    assert.equal(jobs.length, slots.length, 'one tick job per occurrence')
     const runs = await runsOf()
     assert.deepEqual(runs.map(x => x.trigger.tickId).sort(), jobs.map(j => j.id).sort(), 'one run per tick job')
     assert.deepEqual(runs.filter(x => x.status !== 'succeeded'), [])
