@@ -7,6 +7,7 @@ import { packageVersion } from '../lib/release/index.js'
 import { onShutdown } from '../lib/runtime.js'
 import { pgBossSender } from '../jobs/enqueue.js'
 import { createApp } from '../server/app.js'
+import { drainable } from '../server/http/drain.js'
 import { embeddedEnv } from './env.js'
 import { startEmbeddedOrExit } from './start.js'
 
@@ -21,16 +22,18 @@ if (config.databaseUrl !== null) {
 const log = createLogger('api', config.logLevel)
 const hooks = wireModules()
 const { rt, stopWorker, announce } = await startEmbeddedOrExit(config, log, hooks)
-const app = createApp({ config, db: rt.db, log, sequencer: rt.sequencer, jobs: pgBossSender(rt.boss), redis: rt.redis, hooks })
-const server = http.createServer(app.callback()).listen(config.port, () => {
+const app = createApp({ config, db: rt.db, log, sequencer: rt.sequencer, jobs: pgBossSender(rt.boss), redis: rt.redis, hooks, stopping: () => listener.draining })
+const server = http.createServer(app.callback())
+const listener = drainable(server, log)
+server.listen(config.port, () => {
   log.info({ port: config.port, release: config.release, mode: 'embedded' }, 'api listening')
   announce(config.port)
 })
 
 onShutdown(log, async () => {
-  // Live change streams end first (their clients resume elsewhere); close waits for open connections.
+  // Live change streams end first (their clients resume with Last-Event-ID); then the drain.
   app.close()
-  await new Promise<void>(resolve => server.close(() => resolve()))
+  await listener.drain(config.shutdownTimeoutSeconds * 1000)
   stopWorker()
   await rt.stop()
 })

@@ -65,6 +65,11 @@ export interface Config {
   /** How often a worker's pg-boss looks for jobs of dead workers (expired) to hand out again. */
   workerSuperviseSeconds: number
   /**
+   * The longest a process drains on SIGTERM (docs/operations.md "Rolling restart"): the API for
+   * its requests in progress, a worker for its active jobs; what is still running then is cut.
+   */
+  shutdownTimeoutSeconds: number
+  /**
    * The longest a statement of the API may run (PostgreSQL statement_timeout of its pool; 0: no
    * limit); a statement it cancels answers 503 NOT_READY. A NDJSON stream's COPY is not bound by
    * it (lib/layers/stream.ts), nor are the workers' jobs.
@@ -244,6 +249,7 @@ export function loadConfig (env: Env, release = '0.0.0'): Readonly<Config> {
     }),
     outboxRetentionHours: int(env, 'OUTBOX_RETENTION_HOURS', 24, 1),
     workerSuperviseSeconds: int(env, 'WORKER_SUPERVISE_SECONDS', 60, 1, 3600),
+    shutdownTimeoutSeconds: int(env, 'SHUTDOWN_TIMEOUT_SECONDS', 20, 1, 3600),
     dbStatementTimeoutMs,
     queryStatementTimeoutMs: dbStatementTimeoutMs > 0 && queryStatementTimeoutMs > 0 ? Math.min(dbStatementTimeoutMs, queryStatementTimeoutMs) : queryStatementTimeoutMs,
     graphql: Object.freeze({ maxTokens: int(env, 'GRAPHQL_MAX_TOKENS', 10_000, 100, 10_000_000), maxFields: int(env, 'GRAPHQL_MAX_FIELDS', 1000, 1, 1_000_000), maxRootFields: int(env, 'GRAPHQL_MAX_ROOT_FIELDS', 20, 1, 100_000) }),

@@ -40,7 +40,9 @@ export async function startRuntime (config: Readonly<Config>, log: Logger, opts:
   return {
     db, sequencer, boss, redis,
     async stop () {
-      await boss.stop({ graceful: true, timeout: 10_000 }).catch(err => log.error({ err }, 'pg-boss stop failed'))
+      // pg-boss stops fetching, waits for the active jobs, then fails those still running, which
+      // pg-boss retries on another worker.
+      await boss.stop({ graceful: true, timeout: config.shutdownTimeoutSeconds * 1000 }).catch(err => log.error({ err }, 'pg-boss stop failed'))
       await sequencer.stop()
       await feed.stop()
       redis?.disconnect()
@@ -78,7 +80,7 @@ export async function startEmbeddedRuntime (config: Readonly<Config>, log: Logge
   return {
     db, sequencer, boss, redis: null,
     async stop () {
-      await boss.stop({ graceful: true, timeout: 10_000 }).catch(err => log.error({ err }, 'pg-boss stop failed'))
+      await boss.stop({ graceful: true, timeout: config.shutdownTimeoutSeconds * 1000 }).catch(err => log.error({ err }, 'pg-boss stop failed'))
       await sequencer.stop()
       await feed.stop()
       await embedded.close()

@@ -28,6 +28,8 @@ export interface AppDeps {
   jobs: JobSender | null
   redis: Redis | null
   hooks: ModuleHooks
+  /** True once the process drains for its stop (server/http/drain.ts): readiness answers 503. */
+  stopping?: () => boolean
   /** Rendered exports (lib/layers); createApp makes one when not given. */
   renderCache?: layers.RenderCache
 }

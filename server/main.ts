@@ -6,6 +6,7 @@ import { wireModules } from '../lib/modules.js'
 import { packageVersion } from '../lib/release/index.js'
 import { onShutdown, startRuntimeOrExit } from '../lib/runtime.js'
 import { pgBossSender } from '../jobs/enqueue.js'
+import { drainable } from './http/drain.js'
 
 // The API process: config -> modules -> runtime (pool, sequencer, pg-boss, redis) -> app ->
 // listen; graceful stop on SIGTERM. Embedded mode (no DATABASE_URL) starts from embedded/main.ts.
@@ -17,14 +18,18 @@ const { createApp } = await import('./app.js')
 const log = createLogger('api', config.logLevel)
 const hooks = wireModules()
 const rt = await startRuntimeOrExit(config, log, { worker: false })
-const app = createApp({ config, db: rt.db, log, sequencer: rt.sequencer, jobs: pgBossSender(rt.boss), redis: rt.redis, hooks })
-const server = http.createServer(app.callback()).listen(config.port, () => {
+const app = createApp({ config, db: rt.db, log, sequencer: rt.sequencer, jobs: pgBossSender(rt.boss), redis: rt.redis, hooks, stopping: () => listener.draining })
+const server = http.createServer(app.callback())
+const listener = drainable(server, log)
+server.listen(config.port, () => {
   log.info({ port: config.port, release: config.release, mode: 'postgres' }, 'api listening')
 })
 
+// Readiness turns 503 and no connection is taken; the answers in progress are finished (at most
+// SHUTDOWN_TIMEOUT_SECONDS), then the pool and pg-boss close.
 onShutdown(log, async () => {
-  // Live change streams end first (their clients resume elsewhere); close waits for open connections.
+  // Live change streams end first (their clients resume with Last-Event-ID); then the drain.
   app.close()
-  await new Promise<void>(resolve => server.close(() => resolve()))
+  await listener.drain(config.shutdownTimeoutSeconds * 1000)
   await rt.stop()
 })

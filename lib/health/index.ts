@@ -7,7 +7,7 @@ export { watchProcess } from './metrics.js'
 
 export interface Readiness {
   ready: boolean
-  body: { status: 'ok' | 'error', mode: 'postgres' | 'embedded', note?: string, checks: { database: string, license: string, release: string } }
+  body: { status: 'ok' | 'error', mode: 'postgres' | 'embedded', note?: string, checks: { database: string, license: string, release: string, shutdown?: 'draining' } }
 }
 
 /** What readiness and the start banner say in embedded mode (no DATABASE_URL). */
@@ -18,14 +18,16 @@ export const EMBEDDED_NOTE = 'embedded mode: PGlite in this one process, for try
  * Ready when the database answers, the license verifies and the database runs our release
  * (docs/behaviour.md "Platform", SPEC 9.4). The database and the release are checked apart, so a
  * reachable database the setup job has not run against reads `database: ok, release: not_recorded`.
+ * A process that is stopping (SIGTERM) is never ready: `shutdown: draining`.
  */
-export async function readiness (db: Db, config: Readonly<Config>): Promise<Readiness> {
+export async function readiness (db: Db, config: Readonly<Config>, stopping = false): Promise<Readiness> {
   const database = await checkDatabase(db)
   const release = database === 'ok' ? await checkRelease(db, config.release) : 'unknown'
   const license = environmentLicenseStatus(config.license)
-  const ready = database === 'ok' && release === 'ok' && license !== 'invalid'
+  const ready = database === 'ok' && release === 'ok' && license !== 'invalid' && !stopping
   const mode = config.databaseUrl === null ? { mode: 'embedded' as const, note: EMBEDDED_NOTE } : { mode: 'postgres' as const }
-  return { ready, body: { status: ready ? 'ok' : 'error', ...mode, checks: { database, license, release } } }
+  const checks = { database, license, release, ...(stopping ? { shutdown: 'draining' as const } : {}) }
+  return { ready, body: { status: ready ? 'ok' : 'error', ...mode, checks } }
 }
 
 const DATABASE_TIMEOUT_MS = 2000

@@ -11,7 +11,7 @@ const HealthBody = {
     status: { type: 'string', enum: ['ok', 'error'] },
     mode: { type: 'string', enum: ['postgres', 'embedded'], description: 'embedded: no DATABASE_URL, PGlite in the one process (trying things out)' },
     note: { type: 'string', description: 'embedded mode only: what it is for and how to move to PostgreSQL' },
-    checks: { type: 'object', properties: { database: { type: 'string' }, license: { type: 'string' }, release: { type: 'string' } } }
+    checks: { type: 'object', properties: { database: { type: 'string' }, license: { type: 'string' }, release: { type: 'string' }, shutdown: { type: 'string', enum: ['draining'], description: 'present while the process stops (SIGTERM): it finishes the requests in progress and takes no more' } } }
   }
 }
 
@@ -41,11 +41,11 @@ export const platformRoutes: RouteModule = (deps) => {
     route({
       method: 'get', path: '/v1/health/ready', operationId: 'healthReady', tag: 'platform', auth: 'none', unlimited: true,
       summary: 'Readiness: database reachable, license verifiable, database at this release',
-      description: 'Public and not rate-limited. 200 when the database answers, the configured license verifies and the database is at this release; 503 with the failing check otherwise. Route traffic only after 200.',
+      description: 'Public and not rate-limited. 200 when the database answers, the configured license verifies and the database is at this release; 503 with the failing check otherwise, and while the process stops (checks.shutdown: draining). Route traffic only after 200.',
       responses: { 200: { description: 'ready', schema: HealthBody }, 503: { description: 'not ready', schema: HealthBody } },
       example: { summary: 'Ready', status: 200 }
     }, async () => {
-      const r = await readiness(deps.db, deps.config)
+      const r = await readiness(deps.db, deps.config, deps.stopping?.() ?? false)
       return { status: r.ready ? 200 : 503, body: r.body }
     }),
 

@@ -255,22 +255,33 @@ describe('automation engine with worker processes', { timeout: 900_000 }, () => 
     assert.equal(ok.status, 409, 'only failed runs replay')
   })
 
-  it('a schedule fires once per tick across two workers, and deactivating removes it', async () => {
+  it('a schedule fires once per tick across three workers, and deactivating removes it', async () => {
+    workers.push(await startWorker())
     const { c } = await setup()
     const r = await receiver()
+    // Every minute, the shortest period a schedule may have (lib/automation/definition.ts).
     const rule = await activeRule(c, { trigger: { type: 'schedule', cron: '* * * * *', timezone: 'Europe/Berlin' }, effect: { type: 'webhook', url: r.url, body: { at: '{{payload.scheduledAt}}' } } })
     const runsOf = async () => (await c.get(`/v1/automation/rules/${rule.id}/runs?limit=1000`)).body.items as Array<Record<string, any>>
-    await waitUntil(async () => new Set((await runsOf()).map(x => x.trigger.scheduledAt)).size >= 2, 360_000, 'two ticks')
+    // A tick of the current minute within the scheduler's 30 s pass, the next minute's within the next.
+    await waitUntil(async () => new Set((await runsOf()).map(x => x.trigger.scheduledAt)).size >= 2, 180_000, 'two ticks')
     const schedules = await s.db.raw("SELECT key FROM pgboss.schedule WHERE name = 'automation.tick' AND key = ?", [rule.id])
     assert.equal(schedules.rows.length, 1, 'one schedule, keyed by the rule id')
     const d = await c.post(`/v1/automation/rules/${rule.id}/deactivate`)
     assert.equal(d.status, 200)
     await waitUntil(async () => (await s.db.raw("SELECT count(*)::int AS n FROM pgboss.schedule WHERE name = 'automation.tick' AND key = ?", [rule.id])).rows[0].n === 0, 60_000, 'the schedule to go')
+    await waitUntil(async () => (await runsOf()).every(x => !['queued', 'running'].includes(x.status)), 60_000, 'the runs to finish')
+    // pg-boss files each occurrence once in its minute's slot (a send-it job, whichever worker's
+    // scheduler found it), and that sends one tick job: as many tick jobs as slots, one run per tick job.
+    const slots = (await s.db.raw("SELECT data->>'slot' AS slot FROM pgboss.job WHERE name = '__pgboss__send-it' AND data->>'name' = 'automation.tick' AND data->>'key' = ?", [rule.id])).rows as Array<{ slot: string }>
+    const jobs = (await s.db.raw("SELECT id FROM pgboss.job WHERE name = 'automation.tick' AND data->>'ruleId' = ?", [rule.id])).rows as Array<{ id: string }>
+    assert.ok(slots.length >= 2, `two occurrences or more, got ${slots.length}`)
+    assert.equal(new Set(slots.map(x => x.slot)).size, slots.length, 'each occurrence filed once')
+    assert.equal(jobs.length, slots.length, 'one tick job per occurrence')
     const runs = await runsOf()
-    const ticks = runs.map(x => x.trigger.tickId)
-    assert.equal(new Set(ticks).size, ticks.length, 'one run per tick')
+    assert.deepEqual(runs.map(x => x.trigger.tickId).sort(), jobs.map(j => j.id).sort(), 'one run per tick job')
+    assert.deepEqual(runs.filter(x => x.status !== 'succeeded'), [])
     const sent = r.received.map(x => JSON.parse(x.body.toString()).at)
-    assert.equal(new Set(sent).size, sent.length, 'every scheduled time was sent once')
+    assert.deepEqual(sent.sort(), runs.map(x => x.trigger.scheduledAt).sort(), 'every run delivered once')
   })
 
   it('the rule acts with the tenant policy: narrowing its publisher role makes the effect fail FORBIDDEN, readably', async () => {
