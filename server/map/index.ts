@@ -23,8 +23,19 @@ const BASEMAP_SCHEMA = {
   type: 'object',
   required: ['type', 'features'],
   properties: {
-    type: { const: 'FeatureCollection' },
-    features: { type: 'array', items: { type: 'object', required: ['type', 'properties', 'geometry'], properties: { properties: { type: 'object', properties: { kind: { enum: ['land', 'border'] } } } } } }
+    type: { type: 'string', enum: ['FeatureCollection'] },
+    features: {
+      type: 'array',
+      items: {
+        type: 'object',
+        required: ['type', 'properties', 'geometry'],
+        properties: {
+          type: { type: 'string', enum: ['Feature'] },
+          properties: { type: 'object', properties: { kind: { type: 'string', enum: ['land', 'border'] } } },
+          geometry: { type: 'object', description: 'GeoJSON geometry: land as (Multi)Polygon, borders as (Multi)LineString' }
+        }
+      }
+    }
   }
 }
 
