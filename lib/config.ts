@@ -27,7 +27,7 @@ export interface Config {
    * Per-tenant fairness in each API process (server/middleware/tenant-gate.ts): requests of one
    * tenant in flight at once (0: no gate), how many more may wait, and for how long.
    */
-  tenantGate: { maxConcurrent: number, maxQueued: number, maxWaitMs: number }
+  tenantGate: { maxConcurrent: number, maxQueued: number, maxWaitMs: number, maxConcurrentHeavy: number }
   layerCacheTtlSeconds: number
   /**
    * The change feed's live streams (lib/changes): open streams per tenant in each API process
@@ -222,7 +222,10 @@ export function loadConfig (env: Env, release = '0.0.0'): Readonly<Config> {
     tenantGate: Object.freeze({
       maxConcurrent: int(env, 'TENANT_MAX_CONCURRENT_REQUESTS', 8, 0, 10_000),
       maxQueued: int(env, 'TENANT_MAX_QUEUED_REQUESTS', 64, 0, 100_000),
-      maxWaitMs: int(env, 'TENANT_QUEUE_TIMEOUT_MS', 10_000, 1, 600_000)
+      maxWaitMs: int(env, 'TENANT_QUEUE_TIMEOUT_MS', 10_000, 1, 600_000),
+      // Requests whose cost the caller chooses (RouteSpec.heavy) each keep a database backend busy
+      // on a core of its own: 2 of them leave the cores to the others' short requests.
+      maxConcurrentHeavy: int(env, 'TENANT_MAX_CONCURRENT_HEAVY_REQUESTS', 2, 0, 10_000)
     }),
     layerCacheTtlSeconds: int(env, 'LAYER_CACHE_TTL_SECONDS', 3600, 0),
     changes: Object.freeze({

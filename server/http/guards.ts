@@ -35,10 +35,13 @@ export function compileRoutes (routes: Route[], deps: GuardDeps): CompiledRoute[
   const limited = rateLimit(deps.limiter, deps.config.rateLimit.limit)
   const metrics = metricsToken(deps.config)
   const body = jsonBody(deps.config.maxBodyBytes)
-  const gate = deps.config.tenantGate.maxConcurrent > 0 ? [tenantGate(deps.config.tenantGate)] : []
+  const tg = deps.config.tenantGate
+  const gate = tg.maxConcurrent > 0 ? [tenantGate(tg)] : []
+  // The heavy lane first: a request waiting for one of its slots holds none of the tenant's others.
+  const heavyGate = tg.maxConcurrent > 0 && tg.maxConcurrentHeavy > 0 ? [tenantGate({ ...tg, maxConcurrent: tg.maxConcurrentHeavy, kind: 'heavy requests' })] : []
   const guardsOf = (spec: RouteSpec): CompiledRoute['guards'] => {
     const limit = spec.unlimited === true ? [] : [limited]
-    const fair = spec.unlimited === true ? [] : gate
+    const fair = spec.unlimited === true ? [] : spec.heavy === true ? [...heavyGate, ...gate] : gate
     const parse = spec.body !== undefined ? [body] : []
     const feature = spec.feature !== undefined ? [requireFeature(spec.feature)] : []
     switch (spec.auth) {

@@ -131,6 +131,11 @@ export interface RouteSpec {
   /** Exempt from rate limiting (health, metrics). */
   unlimited?: boolean
   /**
+   * A request whose cost the caller chooses (a query run, an export, a tile, a dry-run validation,
+   * GraphQL): it also takes a slot of the tenant's heavy lane, TENANT_MAX_CONCURRENT_HEAVY_REQUESTS.
+   */
+  heavy?: boolean
+  /**
    * The license module switch this route belongs to (docs/behaviour.md "Licensing"): when the
    * tenant's license sets it to false, the route answers 403 FEATURE_DISABLED (checked by the
    * guards for bearer routes; a webhook route's handler checks it once it knows the tenant).

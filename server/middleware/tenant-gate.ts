@@ -8,6 +8,8 @@ export interface TenantGateOptions {
   maxQueued: number
   /** The longest a request waits for a slot before it is refused. */
   maxWaitMs: number
+  /** What the refusal names: 'requests', or 'heavy requests' for the lane of requests whose cost the caller chooses. */
+  kind?: string
 }
 
 interface Waiter { req: RouteRequest, resolve: () => void, timer: NodeJS.Timeout }
@@ -29,14 +31,16 @@ export function tenantGate (opts: TenantGateOptions): (req: RouteRequest) => Pro
     const next = lane.queue.shift()
     if (next !== undefined) {
       clearTimeout(next.timer)
-      next.req.state.release = releaser(tenant, lane)
+      next.req.state.release = releaser(tenant, lane, next.req.state.release)
       next.resolve()
     } else if (--lane.active === 0) lanes.delete(tenant)
   }
-  // Idempotent: exchange calls it once the answer is written, and again if writing threw.
-  const releaser = (tenant: string, lane: Lane): () => void => {
-    let held = true
-    return () => { if (held) { held = false; release(tenant, lane) } }
+  // Idempotent: exchange calls it once the answer is written, and again if writing threw. A
+  // request may hold a slot of each gate it passed (the heavy lane, then the tenant's): each
+  // release gives back its own and calls the one held before it.
+  const releaser = (tenant: string, lane: Lane, held: (() => void) | undefined): () => void => {
+    let holding = true
+    return () => { if (holding) { holding = false; release(tenant, lane) } held?.() }
   }
 
   return req => {
@@ -45,7 +49,7 @@ export function tenantGate (opts: TenantGateOptions): (req: RouteRequest) => Pro
     if (lane === undefined) lanes.set(tenant, lane = { active: 0, queue: [] })
     if (lane.active < opts.maxConcurrent) {
       lane.active++
-      req.state.release = releaser(tenant, lane)
+      req.state.release = releaser(tenant, lane, req.state.release)
       return undefined
     }
     if (lane.queue.length >= opts.maxQueued) throw busy(req, opts, 'queue is full')
@@ -68,7 +72,8 @@ export function tenantGate (opts: TenantGateOptions): (req: RouteRequest) => Pro
 
 function busy (req: RouteRequest, opts: TenantGateOptions, why: string): AppError {
   req.answerHeaders['Retry-After'] = '1'
-  return new AppError('RATE_LIMITED', `too many requests of this tenant in progress (${opts.maxConcurrent} at once, ${why}); retry in 1 s`, {
-    retryAfterSeconds: 1, reason: 'tenant concurrency', maxConcurrent: opts.maxConcurrent
+  const kind = opts.kind ?? 'requests'
+  return new AppError('RATE_LIMITED', `too many ${kind} of this tenant in progress (${opts.maxConcurrent} at once, ${why}); retry in 1 s`, {
+    retryAfterSeconds: 1, reason: kind === 'requests' ? 'tenant concurrency' : `tenant concurrency (${kind})`, maxConcurrent: opts.maxConcurrent
   })
 }

@@ -33,6 +33,24 @@ describe('query-DSL runs are bounded', { timeout: 120_000 }, () => {
   })
   after(async () => { await bounded?.close(); await unbounded?.close() })
 
+  it('lets a tenant run TENANT_MAX_CONCURRENT_HEAVY_REQUESTS heavy requests at once, its light ones and other tenants aside', async () => {
+    const lane = await startServer({ QUERY_STATEMENT_TIMEOUT_MS: '0', TENANT_MAX_CONCURRENT_HEAVY_REQUESTS: '1', TENANT_MAX_QUEUED_REQUESTS: '0' })
+    try {
+      // Sent together, each a few hundred ms of LIKE over every row: one takes the lane's one slot,
+      // the other finds no slot and no queue place.
+      const runs = Promise.all([1, 2].map(() => lane.request('POST', '/v1/queries/objects/run', { token: viewer.token, body: heavy })))
+      await new Promise(resolve => setTimeout(resolve, 50))
+      // A light request of the same tenant, and another tenant's heavy one, pass meanwhile.
+      assert.equal((await lane.request('GET', '/v1/objects?limit=1', { token: viewer.token })).status, 200)
+      const other = lane.as(newTenant('light'), ['viewer'])
+      assert.equal((await other.post('/v1/queries/objects/run', { limit: 1 })).status, 200)
+      const [a, b] = await runs
+      const refused = a.status === 429 ? a : b
+      assert.deepEqual([a.status, b.status].sort(), [200, 429], `${a.text} ${b.text}`)
+      assert.equal(refused.body.error.details.reason, 'tenant concurrency (heavy requests)')
+    } finally { await lane.close() }
+  })
+
   it('refuses a query with more than 20 text filters (400 naming the filter), before any SQL', async () => {
     const res = await viewer.post('/v1/queries/objects/run', {
       filters: Array.from({ length: 21 }, () => ({ field: 'attributes.name', operator: 'contains', value: 'x' }))
