@@ -11,6 +11,7 @@ bash scripts/citus-cluster.sh createdb "$db"
 export TEST_DATABASE_URL="postgres://postgres@127.0.0.1:9700/$db"
 tsx test/support/prepare.ts
 # Without arguments: every test file but the plan tests (sort-plans, query-plans), which assert the
-# single-node planner's index choices; on Citus each shard is planned by its worker.
-if [ $# -gt 0 ]; then files=("$@"); else mapfile -t files < <(ls test/*/*.test.ts | grep -v -e sort-plans -e query-plans); fi
+# single-node planner's index choices (on Citus each shard is planned by its worker), and the
+# PostgreSQL restart (database-restart), which runs on a private plain server of its own either way.
+if [ $# -gt 0 ]; then files=("$@"); else mapfile -t files < <(ls test/*/*.test.ts | grep -v -e sort-plans -e query-plans -e database-restart); fi
 exec node --import tsx --test --test-concurrency=2 "${files[@]}"
