@@ -22,11 +22,13 @@ function failed (check: TokenCheck): Extract<TokenCheck, { ok: false }> {
 
 describe('verifyAccessToken', () => {
   it('accepts an HS256 token with sub and tenant; roles and scope are optional', () => {
-    assert.deepEqual(verifyAccessToken(AUTH, sign({ sub: 'u1', tenant: 'acme' })), {
-      ok: true, identity: { sub: 'u1', tenant: 'acme', roles: [], scope: null }
+    const exp = now() + 3600
+    assert.deepEqual(verifyAccessToken(AUTH, sign({ sub: 'u1', tenant: 'acme', exp })), {
+      ok: true, identity: { sub: 'u1', tenant: 'acme', roles: [], scope: null, expiresAtMs: exp * 1000 }
     })
-    assert.deepEqual(verifyAccessToken(AUTH, sign({ sub: 'u1', tenant: 'acme', roles: ['viewer'], scope: 'objects:read', iat: now(), exp: now() + 60 })), {
-      ok: true, identity: { sub: 'u1', tenant: 'acme', roles: ['viewer'], scope: 'objects:read' }
+    const soon = now() + 60
+    assert.deepEqual(verifyAccessToken(AUTH, sign({ sub: 'u1', tenant: 'acme', roles: ['viewer'], scope: 'objects:read', iat: now(), exp: soon })), {
+      ok: true, identity: { sub: 'u1', tenant: 'acme', roles: ['viewer'], scope: 'objects:read', expiresAtMs: soon * 1000 }
     })
   })
 
@@ -149,7 +151,7 @@ describe('verifyAccessToken', () => {
 
 describe('anonymousIdentity', () => {
   it('is the AUTH_DISABLED identity: anonymous owner of the default tenant', () => {
-    assert.deepEqual(anonymousIdentity(auth({ AUTH_DISABLED: 'true' })), { sub: 'anonymous', tenant: 'default', roles: ['owner'], scope: null })
+    assert.deepEqual(anonymousIdentity(auth({ AUTH_DISABLED: 'true' })), { sub: 'anonymous', tenant: 'default', roles: ['owner'], scope: null, expiresAtMs: Infinity })
     assert.deepEqual(anonymousIdentity(auth({ AUTH_DISABLED: 'true', AUTH_DEFAULT_TENANT: 'dev' })).tenant, 'dev')
   })
 })
