@@ -279,9 +279,13 @@ describe('automation engine with worker processes', { timeout: 900_000 }, () => 
     assert.equal(jobs.length, slots.length, 'one tick job per occurrence')
     const runs = await runsOf()
     assert.deepEqual(runs.map(x => x.trigger.tickId).sort(), jobs.map(j => j.id).sort(), 'one run per tick job')
-    assert.deepEqual(runs.filter(x => x.status !== 'succeeded'), [])
+    // A tick filed just before the deactivation runs after it: skipped, the rule no longer live.
+    const late = (x: Record<string, any>) => x.status === 'skipped' && x.error?.code === 'RULE_NOT_LIVE'
+    assert.deepEqual(runs.filter(x => x.status !== 'succeeded' && !late(x)), [])
+    const done = runs.filter(x => x.status === 'succeeded')
+    assert.ok(done.length >= 2, `two ticks run, got ${done.length}`)
     const sent = r.received.map(x => JSON.parse(x.body.toString()).at)
-    assert.deepEqual(sent.sort(), runs.map(x => x.trigger.scheduledAt).sort(), 'every run delivered once')
+    assert.deepEqual(sent.sort(), done.map(x => x.trigger.scheduledAt).sort(), 'every run delivered once')
   })
 
   it('the rule acts with the tenant policy: narrowing its publisher role makes the effect fail FORBIDDEN, readably', async () => {
