@@ -52,8 +52,10 @@ describe('README', () => {
     assert.equal(rows.length, listed.size, 'a variable is listed twice')
   })
 
-  it('names every queue of lib/queues/contracts.ts where it says what scales them', () => {
-    const queues = section('Running it for real (PostgreSQL)')
-    for (const q of QUEUES) assert.ok(queues.includes(`\`${q.name}\``), `queue ${q.name} is missing from README's queue table`)
+  it('names every queue of lib/queues/contracts.ts where it says what scales them (docs/operations.md "Scaling", linked from README)', () => {
+    assert.ok(section('Running it for real (PostgreSQL)').includes('docs/operations.md#scaling'))
+    const ops = readFileSync(new URL('../../docs/operations.md', import.meta.url), 'utf8')
+    const scaling = ops.slice(ops.indexOf('\n## Scaling\n'), ops.indexOf('\n## ', ops.indexOf('\n## Scaling\n') + 1))
+    for (const q of QUEUES) assert.ok(scaling.includes(`\`${q.name}\``), `queue ${q.name} is missing from the queue table of docs/operations.md "Scaling"`)
   })
 })
