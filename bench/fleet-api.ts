@@ -6,7 +6,7 @@ import type { FleetBenchEnv } from './fleet.js'
 // spreading its requests over them in turn, against one of them alone, in rounds of alternating
 // order; gets by id and creates, one tenant. The database is left the rest of the machine.
 
-const MILLICORES = Number(process.env.BENCH_FLEET_API_MILLICORES ?? 500)
+const MILLICORES = Number(process.env.BENCH_FLEET_API_MILLICORES ?? 250)
 const REQUESTS = Number(process.env.BENCH_FLEET_REQUESTS ?? 3000)
 const WARM_REQUESTS = Number(process.env.BENCH_FLEET_API_WARMUP ?? 2000)
 const CLIENTS = Number(process.env.BENCH_FLEET_API_CLIENTS ?? 16)

@@ -5,7 +5,7 @@ import path from 'node:path'
 import type { Db } from '../lib/db.js'
 import { activeJobs, type AutomationBenchEnv, drainSeconds, fixture, ingressCalls, pendingCount, roundFinished, settle, startWorkers, stopWorkers, webhookRule, type Fixture } from './automation.js'
 import { startReceiver } from '../test/support/automation.js'
-import { addUsage, cpuQuotaMissing, markdownTable, median, meter, noUsage, servicePid, type ServiceOptions, type Usage } from './support.js'
+import { addUsage, cpuQuotaMissing, markdownTable, median, meter, noUsage, servicePid, vacuumed, type ServiceOptions, type Usage } from './support.js'
 import { profileShares } from './cpu-profile.js'
 import { benchFleetApi } from './fleet-api.js'
 
@@ -69,6 +69,7 @@ async function through (env: FleetBenchEnv, f: Fixture, side: Side, runs: number
  * a running fleet does not spend on every run).
  */
 async function drain (env: FleetBenchEnv, f: Fixture, side: Side, runs: number, timed: boolean): Promise<void> {
+  await vacuumed(env.db)
   await through(env, f, side, 32 * side.pods.length)
   const since = new Date(Date.now() - 1)
   await ingressCalls(env, f, runs)

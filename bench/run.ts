@@ -3,7 +3,7 @@ import type { ChildProcess } from 'node:child_process'
 import pg from 'pg'
 import jwt from 'jsonwebtoken'
 import { createDb } from '../lib/db.js'
-import { buildService, freePort, startService, waitReady } from './support.js'
+import { autovacuumWarning, buildService, freePort, startService, waitReady } from './support.js'
 import { benchObjects } from './objects.js'
 import { benchQueries } from './queries.js'
 import { benchAutomation } from './automation.js'
@@ -66,6 +66,8 @@ const db = createDb(DATABASE_URL, { poolMax: 16 })
 try {
   await waitReady(baseUrl)
   const tokenFor = (tenant: string, roles = ['owner']) => jwt.sign({ sub: 'bench', tenant, roles }, SECRET, { algorithm: 'HS256', expiresIn: '12h' })
+  const warning = await autovacuumWarning(db)
+  if (warning !== null) console.log(warning)
   console.log(`bench: ${ROUNDS} alternating rounds each, medians; ratio = candidate / baseline (higher is better for ops/s)`)
   // BENCH_ONLY=core,layers,... runs only the named sections (all when unset, but `soak`, which
   // runs only when named: ten minutes); `citus` needs CITUS_BENCH_URL.

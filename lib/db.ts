@@ -27,7 +27,7 @@ export function createDb (databaseUrl: string, opts: { poolMax?: number, stateme
   const db = knexFactory({
     client: 'pg',
     connection: timeout > 0 ? { connectionString: databaseUrl, statement_timeout: timeout } : databaseUrl,
-    pool: { min: 0, max: opts.poolMax ?? 20, afterCreate: noJit },
+    pool: { min: 0, max: opts.poolMax ?? 20, afterCreate: planSettings },
     acquireConnectionTimeout: 10_000
   })
   instrument(db)
@@ -35,13 +35,17 @@ export function createDb (databaseUrl: string, opts: { poolMax?: number, stateme
 }
 
 /**
- * The service's connections plan without JIT compilation. Its statements are short and many run
- * at once; PostGIS declares its spatial predicates at a cost of 10,000 per call, so a spatial
+ * How the service's connections plan. Without JIT compilation: its statements are short and many
+ * run at once; PostGIS declares its spatial predicates at a cost of 10,000 per call, so a spatial
  * page's estimate crosses jit_above_cost whenever ANALYZE's sample lifts its row estimate, and
- * compiling the expressions then took most of the statement's time.
+ * compiling the expressions then took most of the statement's time. Without parallel workers: one
+ * statement, one core. A request whose cost the caller chooses (a text scan over a tenant's every
+ * row) must not take the cores the other tenants' requests run on (docs/behaviour.md "Platform");
+ * and a worker is a process of its own that starts PostGIS and its PROJ context from nothing for
+ * every statement, several times slower than the serial plan for the service's spatial pages.
  */
-function noJit (conn: { query: (sql: string, cb: (err: Error | null) => void) => void }, done: (err: Error | null, conn: unknown) => void): void {
-  conn.query('SET jit = off', err => { done(err, conn) })
+function planSettings (conn: { query: (sql: string, cb: (err: Error | null) => void) => void }, done: (err: Error | null, conn: unknown) => void): void {
+  conn.query('SET jit = off; SET max_parallel_workers_per_gather = 0', err => { done(err, conn) })
 }
 
 /**

@@ -26,7 +26,6 @@ function run (db: Queryable, f: Fragment) {
 
 /** Stable page order: creation time, then id (objects_tenant_created serves it). */
 const ORDER = trusted('o.created_at, o.id')
-const SERIAL = trusted(queries.SERIAL_PLAN)
 
 /** A page of Features as the text of a JSON array. */
 export async function featurePage (db: Queryable, s: Scope, fields: FieldSelection, limit: number, offset: number): Promise<{ features: string, returned: number }> {
@@ -138,13 +137,10 @@ function tileStatement (s: Scope, fields: FieldSelection): TileStatement {
   return st
 }
 
-/**
- * The tile's 3857 envelope `m` and its lon/lat box `g` widened by the 64-pixel buffer; plans stay
- * serial (set_config is PARALLEL UNSAFE, and the local setting says so too).
- */
+/** The tile's 3857 envelope `m` and its lon/lat box `g` widened by the 64-pixel buffer. */
 function tileBox (t: TileRequest): Fragment {
   return sql`WITH env AS MATERIALIZED (
-      SELECT ST_TileEnvelope(${t.z}, ${t.x}, ${t.y}) AS m, ${SERIAL} AS serial
+      SELECT ST_TileEnvelope(${t.z}, ${t.x}, ${t.y}) AS m
     ),
     box AS MATERIALIZED (
       SELECT env.m, ST_Expand(g, (ST_XMax(g) - ST_XMin(g)) * 64 / 4096.0) AS g

@@ -126,30 +126,9 @@ export function compileFilter (node: FilterNode): Fragment {
   }
 }
 
-// A statement whose filter tests geometry is planned without parallel workers. A worker is a
-// process of its own that starts PostGIS (and its PROJ context) from nothing for every statement,
-// while the service runs many statements at once: a page whose row estimate crosses the parallel
-// threshold (the estimate moves with ANALYZE's sample) then runs several times slower on every
-// request (docs/performance.md). set_config is PARALLEL UNSAFE, so its presence keeps the planner
-// from any parallel plan; as an uncorrelated subquery it runs once per statement (a one-time
-// filter), is always true, and changes no row estimate. The setting is local: it ends with the
-// statement's transaction.
-/** The call that keeps a statement from parallel plans (lib/layers' tile statement carries it too). */
-export const SERIAL_PLAN = "set_config('max_parallel_workers_per_gather', '0', true)"
-const SERIAL = trusted(`(SELECT ${SERIAL_PLAN}) = '0'`)
-
-function testsGeometry (node: FilterNode): boolean {
-  switch (node.kind) {
-    case 'and': case 'or': case 'not': return node.children.some(testsGeometry)
-    case 'spatial': case 'dwithin': case 'bbox': return true
-    default: return false
-  }
-}
-
 export function whereClause (node: FilterNode | null): Fragment {
   if (node === null) return trusted('TRUE')
-  const f = compileFilter(node)
-  return testsGeometry(node) ? sql`(${f} AND ${SERIAL})` : f
+  return compileFilter(node)
 }
 
 function sortKey (f: ValueField): Fragment {

@@ -1,7 +1,7 @@
 export * as schema from './schema.js'
 export { runQuery, runQueryJson, queryObjects, queryObjectsJson, explainQuery, type QueryPage, type GraphResult } from './service.js'
 export { parseRunQuery, fromListParams, type ListParams } from './parse.js'
-export { compileFilter, whereClause, orderBy, SERIAL_PLAN } from './compile.js'
+export { compileFilter, whereClause, orderBy } from './compile.js'
 export { LIMITS } from './fields.js'
 export type { Query, FilterNode } from './types.js'
 // For lib/layers: a layer's filters and field names go through the same parser and SQL tag.

@@ -66,30 +66,41 @@ describe('query service: plans use the indexes', () => {
     }), (err: unknown) => err === undo)
   })
 
-  it('plans a statement that tests geometry without parallel workers, whatever the costs say', async () => {
+  it('plans every statement without parallel workers, whatever the costs say (lib/db createDb)', async () => {
     // With parallel workers costing nothing, the planner scans in parallel wherever it may: the
-    // attribute filter's page gets a Gather, the spatial ones none.
+    // control, with workers allowed again in its transaction, gets a Gather; the service's
+    // connections (max_parallel_workers_per_gather 0) plan the same pages, spatial or not, serially.
     const undo = new Error('undo')
-    await assert.rejects(db.transaction(async tx => {
-      for (const s of ['parallel_setup_cost = 0', 'parallel_tuple_cost = 0', 'min_parallel_table_scan_size = 0', 'min_parallel_index_scan_size = 0']) await tx.raw(`SET LOCAL ${s}`)
-      const ctx = serviceContext(tx as unknown as Db, f.ctx.tenantId)
-      assert.match(await plan({ filters: [{ field: 'attributes.n', operator: 'gte', value: 10 }] }, ctx), /Gather/, 'the control: parallel plans are forced')
-      const spatial = [
-        { field: 'geometry', operator: 'bbox', value: [10.5, 50.5, 10.6, 50.6] },
-        { field: 'geometry', operator: 'dwithin', value: point(10.5, 50.5), distanceMeters: 2000 },
-        { field: 'geometry', operator: 'within', value: box(10.5, 50.5, 10.6, 50.6) }
+    const forced = async (workers: number | null, run: (ctx: ReturnType<typeof serviceContext>) => Promise<void>) => {
+      await assert.rejects(db.transaction(async tx => {
+        const settings = ['parallel_setup_cost = 0', 'parallel_tuple_cost = 0', 'min_parallel_table_scan_size = 0', 'min_parallel_index_scan_size = 0']
+        for (const s of workers === null ? settings : [...settings, `max_parallel_workers_per_gather = ${workers}`]) await tx.raw(`SET LOCAL ${s}`)
+        await run(serviceContext(tx as unknown as Db, f.ctx.tenantId))
+        throw undo
+      }), (err: unknown) => err === undo)
+    }
+    const attribute = { field: 'attributes.n', operator: 'gte', value: 10 }
+    await forced(2, async ctx => {
+      assert.match(await plan({ filters: [attribute] }, ctx), /Gather/, 'the control: parallel plans are forced')
+    })
+    await forced(null, async ctx => {
+      const filters = [
+        [attribute],
+        [{ field: 'geometry', operator: 'bbox', value: [10.5, 50.5, 10.6, 50.6] }, attribute],
+        [{ field: 'geometry', operator: 'dwithin', value: point(10.5, 50.5), distanceMeters: 2000 }, attribute],
+        [{ field: 'geometry', operator: 'within', value: box(10.5, 50.5, 10.6, 50.6) }, attribute]
       ]
-      for (const filter of spatial) {
-        const p = await plan({ filters: [filter, { field: 'attributes.n', operator: 'gte', value: 10 }] }, ctx)
-        assert.doesNotMatch(p, /Gather|Parallel/, `${filter.operator}\n${p}`)
+      for (const f of filters) {
+        const p = await plan({ filters: f }, ctx)
+        assert.doesNotMatch(p, /Gather|Parallel/, `${JSON.stringify(f)}\n${p}`)
       }
-      throw undo
-    }), (err: unknown) => err === undo)
+    })
   })
 
   it('plans on connections without JIT compilation (lib/db createDb)', async () => {
     // PostGIS's predicate costs put spatial pages over jit_above_cost; compiling cost more than running.
     const settings = await Promise.all([1, 2, 3].map(() => db.transaction(async tx => (await tx.raw('SHOW jit')).rows[0].jit)))
     assert.deepEqual(settings, ['off', 'off', 'off'])
+    assert.equal((await db.raw('SHOW max_parallel_workers_per_gather')).rows[0].max_parallel_workers_per_gather, '0')
   })
 })
