@@ -180,6 +180,7 @@ export async function benchSoak (env: SoakBenchEnv, say: (line: string) => void)
       const mbs = xs.map(([, m]) => m)
       say(`| ${name} | ${mbs[0].toFixed(0)} | ${mbs[mbs.length - 1].toFixed(0)} | ${Math.min(...mbs).toFixed(0)} / ${Math.max(...mbs).toFixed(0)} | ${s.toFixed(2)} (${half.length} samples) | < ${SLOPE_GOAL_MB_PER_MIN}${s < SLOPE_GOAL_MB_PER_MIN ? '' : ' (missed)'} |`)
     }
+    for (const op of new Set(CYCLE)) if (log.count(s => !ok(s), op) > 0) say(`soak: ${op} answered ${log.statusLine(op)}`)
     const errors = log.count(s => !ok(s)) + failedRuns + unfinished
     say(`soak: errors ${errors} (goal 0): calls not 2xx ${log.count(s => !ok(s))}, automation runs failed ${failedRuns}, unfinished a minute after the load ${unfinished}`)
   } finally {
