@@ -5,7 +5,7 @@ import path from 'node:path'
 import type { Db } from '../lib/db.js'
 import { activeJobs, type AutomationBenchEnv, drainSeconds, fixture, ingressCalls, pendingCount, roundFinished, settle, startWorkers, stopWorkers, webhookRule, type Fixture } from './automation.js'
 import { startReceiver } from '../test/support/automation.js'
-import { addUsage, cpuQuotaMissing, markdownTable, median, meter, noUsage, servicePid, vacuumed, type ServiceOptions, type Usage } from './support.js'
+import { addUsage, cpuQuotaMissing, markdownTable, median, meter, noUsage, servicePid, type ServiceOptions, type Usage } from './support.js'
 import { profileShares } from './cpu-profile.js'
 import { benchFleetApi } from './fleet-api.js'
 
@@ -69,7 +69,7 @@ async function through (env: FleetBenchEnv, f: Fixture, side: Side, runs: number
  * a running fleet does not spend on every run).
  */
 async function drain (env: FleetBenchEnv, f: Fixture, side: Side, runs: number, timed: boolean): Promise<void> {
-  await vacuumed(env.db)
+  await settle(env.db, ['objects', 'object_versions', 'audit_events'])
   await through(env, f, side, 32 * side.pods.length)
   const since = new Date(Date.now() - 1)
   await ingressCalls(env, f, runs)
@@ -146,12 +146,10 @@ async function benchWorkers (env: FleetBenchEnv, print: (line: string) => void):
     const f = await fixture(env)
     await quiet(env.db)
     signal(all, 'SIGSTOP')
-    await settle(env.db)
     if (PARTS.has('database')) {
       const s = sides(limited, unlimited)
       await measure(env, f, s)
       report('database effect (object.update)', s, print)
-      await settle(env.db)
     }
     if (PARTS.has('webhook')) {
       const receiver = await startReceiver([{ status: 200, body: '{"ok":true}', delayMs: RECEIVER_MS }])

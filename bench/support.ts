@@ -117,20 +117,10 @@ export function backendSeconds (before: { backends: Map<number, number> }, after
   return database
 }
 
-/**
- * VACUUM (ANALYZE) of the bench database, untimed, before a measurement that churns rows (a drain
- * updates each job, run and object several times): a server with autovacuum on clears the dead
- * rows of earlier bursts between them; one with it off (CI's PostgreSQL here, conf.d/90-ci.conf)
- * would make each drain walk every earlier drain's dead rows.
- */
-export async function vacuumed (db: Db): Promise<void> {
-  await db.raw('VACUUM (ANALYZE)')
-}
-
 /** A warning line when the server runs without autovacuum: the figures of sections that churn rows drift with each round. */
 export async function autovacuumWarning (db: Db): Promise<string | null> {
   const on = (await db.raw("SELECT current_setting('autovacuum') AS v")).rows[0].v === 'on'
-  return on ? null : 'bench: autovacuum is off on this server: dead rows pile up from round to round (ALTER SYSTEM SET autovacuum = on; SELECT pg_reload_conf(); before figures worth recording)'
+  return on ? null : 'bench: autovacuum is off on this server: sections that churn rows vacuum between phases (bench/automation.ts settle), the others drift from round to round (ALTER SYSTEM SET autovacuum = on; SELECT pg_reload_conf(); before figures worth recording)'
 }
 
 /** The machine's CPU ticks so far, all and idle (with iowait), from /proc/stat's first line. */

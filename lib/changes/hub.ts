@@ -118,11 +118,16 @@ export class ChangeHub {
         if (s.after < after) continue // joined during the read: the next turn starts from it
         const text = s.after === after ? all : frames.filter(f => f.sequence > s.after).map(f => f.text).join('')
         s.after = Math.max(s.after, page.next)
-        if (text !== '') s.out.push(text)
-        if (s.out.readableLength > this.opts.bufferBytes) this.drop(t, s, 'slow consumer: more unsent than CHANGES_STREAM_BUFFER_BYTES')
+        if (text !== '') this.send(t, s, text)
       }
       if (!page.hasMore && ![...g.streams].some(s => s.after < page.next)) return
     }
+  }
+
+  /** Queues `text` on the stream; a stream holding more unsent than the bound is dropped. */
+  private send (t: Tenant, s: Stream, text: string): void {
+    s.out.push(text)
+    if (s.out.readableLength > this.opts.bufferBytes) this.drop(t, s, 'slow consumer: more unsent than CHANGES_STREAM_BUFFER_BYTES')
   }
 
   /** Ends a stream with its position: what it was sent is ahead of this in the same buffer. */
@@ -138,10 +143,7 @@ export class ChangeHub {
   private beat (): void {
     for (const t of this.tenants.values()) {
       for (const g of t.groups.values()) {
-        for (const s of g.streams) {
-          s.out.push(': heartbeat\n\n')
-          if (s.out.readableLength > this.opts.bufferBytes) this.drop(t, s, 'slow consumer: more unsent than CHANGES_STREAM_BUFFER_BYTES')
-        }
+        for (const s of g.streams) this.send(t, s, ': heartbeat\n\n')
       }
       this.wake(t.id)
     }
