@@ -7,6 +7,7 @@ import { packageVersion } from '../lib/release/index.js'
 import { onShutdown } from '../lib/runtime.js'
 import { pgBossSender } from '../jobs/enqueue.js'
 import { createApp } from '../server/app.js'
+import { closeEvaluation } from '../lib/object-types/index.js'
 import { drainable } from '../server/http/drain.js'
 import { embeddedEnv } from './env.js'
 import { startEmbeddedOrExit } from './start.js'
@@ -35,5 +36,6 @@ onShutdown(log, async () => {
   app.close()
   await listener.drain(config.shutdownTimeoutSeconds * 1000)
   stopWorker()
+  await closeEvaluation()
   await rt.stop()
 })

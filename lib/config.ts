@@ -44,6 +44,7 @@ export interface Config {
   redisUrl: string | null
   logLevel: LogLevel
   maxBodyBytes: number
+  evaluationThreads: number
   metricsToken: string | null
   webhookAllowPrivateNetworks: boolean
   /**
@@ -224,8 +225,9 @@ export function loadConfig (env: Env, release = '0.0.0'): Readonly<Config> {
       maxQueued: int(env, 'TENANT_MAX_QUEUED_REQUESTS', 64, 0, 100_000),
       maxWaitMs: int(env, 'TENANT_QUEUE_TIMEOUT_MS', 10_000, 1, 600_000),
       // Requests whose cost the caller chooses (RouteSpec.heavy) each keep a database backend busy
-      // on a core of its own: 2 of them leave the cores to the others' short requests.
-      maxConcurrentHeavy: int(env, 'TENANT_MAX_CONCURRENT_HEAVY_REQUESTS', 2, 0, 10_000)
+      // on a core of its own: one per tenant and process leaves the other cores to everyone's
+      // short requests (docs/behaviour.md "Per-tenant fairness").
+      maxConcurrentHeavy: int(env, 'TENANT_MAX_CONCURRENT_HEAVY_REQUESTS', 1, 0, 10_000)
     }),
     layerCacheTtlSeconds: int(env, 'LAYER_CACHE_TTL_SECONDS', 3600, 0),
     changes: Object.freeze({
@@ -242,6 +244,8 @@ export function loadConfig (env: Env, release = '0.0.0'): Readonly<Config> {
     redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
     logLevel: oneOf(env, 'LOG_LEVEL', ['error', 'warn', 'info', 'debug'] as const, 'info'),
     maxBodyBytes: int(env, 'MAX_BODY_BYTES', 1024 * 1024, 1024),
+    // Threads that check dry-run documents off the event loop (lib/object-types evaluation.ts).
+    evaluationThreads: int(env, 'EVALUATION_THREADS', 1, 1, 64),
     metricsToken,
     webhookAllowPrivateNetworks: bool(env, 'WEBHOOK_ALLOW_PRIVATE_NETWORKS', false),
     publicUrl: publicUrl(env),

@@ -74,6 +74,11 @@ export interface ServiceContext {
    * whose rows then go in one statement with the run's outcome.
    */
   deferChanges?: boolean
+  /**
+   * performance.now() by which every statement of caller-chosen cost of this request must end
+   * (lib/db withCallerCost): set for a GraphQL request, whose root fields run in turn.
+   */
+  costDeadline?: number
 }
 
 export interface Causation { depth: number, ruleId: string, runId: string }

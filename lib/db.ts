@@ -165,6 +165,27 @@ export function withStatementTimeout<T> (db: Queryable, ms: number, fn: (db: Que
   })
 }
 
+/** What a statement of caller-chosen cost needs to know of its request (a ServiceContext is one). */
+export interface CallerCostContext {
+  db: Queryable
+  config: { queryStatementTimeoutMs: number }
+  /** performance.now() by which all of the request's such statements must end (ServiceContext.costDeadline). */
+  costDeadline?: number
+}
+
+/**
+ * Runs `fn` under QUERY_STATEMENT_TIMEOUT_MS (withStatementTimeout on `ctx.db`), or under what is
+ * left of the request's own budget when it has one: a GraphQL request whose root fields each run
+ * such statements spends one bound in all, not one per field. Nothing left: NOT_READY at once.
+ */
+export function withCallerCost<T> (ctx: CallerCostContext, fn: (db: Queryable) => Promise<T>): Promise<T> {
+  const ms = ctx.config.queryStatementTimeoutMs
+  if (ctx.costDeadline === undefined || ms <= 0) return withStatementTimeout(ctx.db, ms, fn)
+  const left = Math.floor(ctx.costDeadline - performance.now())
+  if (left <= 0) return Promise.reject(new AppError('NOT_READY', 'this request has spent its database time (QUERY_STATEMENT_TIMEOUT_MS for the whole request); ask for less in one request', { reason: 'statement timeout' }))
+  return withStatementTimeout(ctx.db, Math.min(ms, left), fn)
+}
+
 /**
  * Runs `fn` with the pool once the transaction `tx` has ended, by COMMIT or by ROLLBACK, and
  * waits for it before `withTransaction` returns or throws (a failure of `fn` is its own to
@@ -376,7 +397,8 @@ export async function preparedBytes (db: Queryable, name: string, sql: string, b
   if (!direct(db, bindings)) {
     const r = await db.raw(sql, bindings).options({ name })
     const v = r.rows[0] === undefined ? null : Object.values(r.rows[0])[0]
-    return Buffer.isBuffer(v) && v.length > 0 ? [v] : []
+    // node-postgres gives bytea as a Buffer, PGlite as a Uint8Array.
+    return v instanceof Uint8Array && v.length > 0 ? [Buffer.isBuffer(v) ? v : Buffer.from(v.buffer, v.byteOffset, v.byteLength)] : []
   }
   return onConnection(db, name, sql, bindings, true)
 }

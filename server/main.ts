@@ -2,6 +2,7 @@ import '../lib/heap.js'
 import http from 'node:http'
 import { loadConfigOrExit, requireDatabaseUrl } from '../lib/config.js'
 import { createLogger } from '../lib/log.js'
+import { closeEvaluation } from '../lib/object-types/index.js'
 import { wireModules } from '../lib/modules.js'
 import { packageVersion } from '../lib/release/index.js'
 import { onShutdown, startRuntimeOrExit } from '../lib/runtime.js'
@@ -31,5 +32,6 @@ onShutdown(log, async () => {
   // Live change streams end first (their clients resume with Last-Event-ID); then the drain.
   app.close()
   await listener.drain(config.shutdownTimeoutSeconds * 1000)
+  await closeEvaluation()
   await rt.stop()
 })

@@ -11,7 +11,7 @@ import { changeCount } from './changes.js'
 import { matchesIfNoneMatch, renderKey, type RenderCache } from './cache.js'
 import { encodeRendering } from './encoding.js'
 import type { FilterNode, Fragment } from '../queries/index.js'
-import { joinBytes, withStatementTimeout } from '../db.js'
+import { joinBytes, withCallerCost } from '../db.js'
 import { renderCacheLookupsTotal } from '../metrics.js'
 
 // Exports of a layer's selection: GeoJSON pages, the NDJSON stream's statement, tiles. Each
@@ -133,13 +133,16 @@ export async function cached (cache: RenderCache | null, pl: Plan, c: Conditions
 
 export interface PageQuery extends ExportParams { limit: number, offset: number }
 
+const COLLECTION_HEAD = Buffer.from('{"type":"FeatureCollection","features":')
+const CLOSE = Buffer.from('}')
+
 /** GET /v1/layers/objects: one page of the selection as a GeoJSON FeatureCollection. */
 export async function featureCollection (ctx: ServiceContext, cache: RenderCache | null, query: Record<string, unknown>, c: Conditions = {}): Promise<Rendered> {
   const q = parseQuery<PageQuery>(schema.ExportQuery, query)
   const pl = await plan(ctx, 'geojson', q, { parts: [q.limit, q.offset] })
   return cached(cache, pl, c, async () => {
-    const page = await withStatementTimeout(ctx.db, ctx.config.queryStatementTimeoutMs, db => exportSql.featurePage(db, pl.scope, pl.fields, q.limit, q.offset))
-    return Buffer.from(`{"type":"FeatureCollection","features":${page.features}}`)
+    const page = await withCallerCost(ctx, db => exportSql.featurePage(db, pl.scope, pl.fields, q.limit, q.offset))
+    return [COLLECTION_HEAD, ...page, CLOSE]
   })
 }
 

@@ -1,5 +1,5 @@
 import type { ServiceContext } from '../context.js'
-import { withStatementTimeout } from '../db.js'
+import { withCallerCost } from '../db.js'
 import { AppError, notFound, validationError } from '../errors.js'
 import { parseQuery } from '../validation.js'
 import * as access from '../access/index.js'
@@ -137,16 +137,18 @@ export async function items (ctx: ServiceContext, cache: RenderCache | null, slu
   if (pl.layer === null) throw new AppError('BAD_REQUEST', 'layer is required', { field: 'layer' })
   return cached(cache, pl, c, async () => {
     // One after the other: under the statement bound both run on its one connection.
-    const [page, matched] = await withStatementTimeout(ctx.db, ctx.config.queryStatementTimeoutMs, async db => [
+    const [page, matched] = await withCallerCost(ctx, async db => [
       await exportSql.featurePage(db, pl.scope, pl.fields, q.limit, q.offset),
       await exportSql.countFeatures(db, pl.scope)
     ] as const)
+    // The page holds what the count leaves from the offset, up to the limit (one order, one transaction).
+    const returned = Math.max(0, Math.min(q.limit, matched - q.offset))
     const links = [link(pageUrl(self, q, q.offset), 'self', GEOJSON, 'this page')]
-    if (q.offset + page.returned < matched) links.push(link(pageUrl(self, q, q.offset + q.limit), 'next', GEOJSON, 'next page'))
+    if (q.offset + returned < matched) links.push(link(pageUrl(self, q, q.offset + q.limit), 'next', GEOJSON, 'next page'))
     if (q.offset > 0) links.push(link(pageUrl(self, q, Math.max(0, q.offset - q.limit)), 'prev', GEOJSON, 'previous page'))
     if (collectionHref !== null) links.push(link(collectionHref, 'collection', JSON_TYPE, 'the collection'))
-    const head = { type: 'FeatureCollection', numberMatched: matched, numberReturned: page.returned, timeStamp: new Date().toISOString(), links }
-    return Buffer.from(`${JSON.stringify(head).slice(0, -1)},"features":${page.features}}`)
+    const head = { type: 'FeatureCollection', numberMatched: matched, numberReturned: returned, timeStamp: new Date().toISOString(), links }
+    return [Buffer.from(`${JSON.stringify(head).slice(0, -1)},"features":`), ...page, Buffer.from('}')]
   })
 }
 

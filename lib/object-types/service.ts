@@ -1,15 +1,16 @@
 import type { ServiceContext } from '../context.js'
 import { AppError, notFound, validationError } from '../errors.js'
-import { isUuid, withStatementTimeout, type Queryable, type Tx } from '../db.js'
+import { isUuid, withCallerCost, type Queryable, type Tx } from '../db.js'
 import { parse } from '../validation.js'
 import { page, type Page } from '../schemas.js'
 import * as access from '../access/index.js'
 import { runWrite } from '../pipeline.js'
 import * as counters from '../counters/index.js'
-import type { Geometry } from '../geo/index.js'
 import * as schema from './schema.js'
 import * as sql from './sql.js'
-import { checkDefinition, validateCandidate, type Fault, type TypeDefinition } from './definition.js'
+import type { VersionRow } from './sql.js'
+import { checkDefinition, type Fault, type TypeDefinition } from './definition.js'
+import { checkDocumentOffThread } from './evaluation.js'
 import { toObjectTypeDto, type ObjectTypeDto } from './dto.js'
 import { forgetPublished } from './published-cache.js'
 import * as versioning from '../versioning/index.js'
@@ -145,26 +146,32 @@ export async function deleteObjectType (ctx: ServiceContext, id: string): Promis
   })
 }
 
-/** Dry run of object validation against any version (what sandbox is for). Writes nothing. */
-export async function validateAgainstType (ctx: ServiceContext, id: string, body: unknown): Promise<{ valid: boolean, version: number, errors: Fault[] }> {
-  const input = parse<{ attributes?: Record<string, unknown>, geometry?: Geometry | null, version?: number }>(schema.ValidateBody, body ?? {})
+/**
+ * Dry run of object validation against any version (what sandbox is for). Writes nothing.
+ * `document` is the body's JSON text: reading and checking it run in the evaluation pool
+ * (evaluation.ts), against the latest version unless the body names another.
+ */
+export async function validateAgainstType (ctx: ServiceContext, id: string, document: string): Promise<{ valid: boolean, version: number, errors: Fault[] }> {
   await access.authorize(ctx, 'objectTypes', 'read')
   if (!isUuid(id)) notFound('object type', id)
   const t = mustFind(await sql.findType(ctx.db, ctx.tenantId, id), id)
-  const version = input.version ?? t.latest_version
-  const v = version === t.latest_version ? t.latest : await sql.versions.find(ctx.db, ctx.tenantId, id, version)
-  if (v === null) throw validationError('version', `object type has no version ${version}`)
-  const errors = validateCandidate(v.definition, {
-    typeId: id,
-    attributes: input.attributes ?? {},
-    geometry: input.geometry ?? null,
-    workflowState: null
-  }, v.status === 'published' ? `${id}:${version}` : null)
-  // PostGIS's validity check, as the write makes it, once the structural checks of the geometry pass.
-  const geometry = input.geometry != null && !errors.some(e => e.field.startsWith('geometry')) ? input.geometry : null
-  const refusal = geometry === null ? null : await withStatementTimeout(ctx.db, ctx.config.queryStatementTimeoutMs, db => sql.geometryRefusal(db, geometry, v.definition.geometry))
-  if (refusal !== null) errors.push(refusal.details as unknown as Fault)
-  return { valid: errors.length === 0, version, errors }
+  let v: VersionRow | null = t.latest
+  let version = t.latest_version
+  for (;;) {
+    if (v === null) throw validationError('version', `object type has no version ${version}`)
+    const verdict = await checkDocumentOffThread(ctx.config.evaluationThreads, { text: document, typeId: id, version, definition: v.definition, cacheKey: v.status === 'published' ? `${id}:${version}` : null })
+    if (verdict.kind === 'refused') throw new AppError(verdict.error.code, verdict.error.message, verdict.error.details)
+    if (verdict.kind === 'other version') {
+      version = verdict.version
+      v = await sql.versions.find(ctx.db, ctx.tenantId, id, version)
+      continue
+    }
+    // PostGIS's validity check, as the write makes it, once the structural checks of the geometry pass.
+    const definition = v.definition
+    const refusal = verdict.geometry === null ? null : await withCallerCost(ctx, db => sql.geometryRefusal(db, verdict.geometry as string, definition.geometry))
+    const errors = refusal === null ? verdict.faults : [...verdict.faults, refusal.details as unknown as Fault]
+    return { valid: errors.length === 0, version, errors }
+  }
 }
 
 export async function objectTypeRegistry (ctx: ServiceContext, id: string) {

@@ -103,9 +103,9 @@ export async function findTypes (db: Queryable, tenantId: string, ids: string[])
  * What an object write would say of this geometry under these settings: the 400 objects_geometry
  * (migration 202611280001, the write's own check) raises, or null when it would be stored.
  */
-export async function geometryRefusal (db: Queryable, geometry: unknown, rules: TypeDefinition['geometry']): Promise<AppError | null> {
+export async function geometryRefusal (db: Queryable, geometryJson: string, rules: TypeDefinition['geometry']): Promise<AppError | null> {
   try {
-    await db.raw('SELECT 1 FROM objects_geometry(?::jsonb, ?, ?::text[], NULL)', [JSON.stringify(geometry), rules.makeValid === true, rules.types])
+    await db.raw('SELECT 1 FROM objects_geometry(?::jsonb, ?, ?::text[], NULL)', [geometryJson, rules.makeValid === true, rules.types])
     return null
   } catch (err) {
     if ((err as { code?: string }).code !== INVALID_GEOMETRY) throw err

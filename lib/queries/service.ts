@@ -1,5 +1,5 @@
 import type { ServiceContext } from '../context.js'
-import { withStatementTimeout } from '../db.js'
+import { withCallerCost } from '../db.js'
 import * as access from '../access/index.js'
 import { pageJson, pagination, type Page } from '../schemas.js'
 import { aggregateList, orderBy, whereClause } from './compile.js'
@@ -27,7 +27,7 @@ export async function runQueryJson (ctx: ServiceContext, body: unknown): Promise
 
 /** A run's statements under QUERY_STATEMENT_TIMEOUT_MS: the caller chooses its cost. */
 function bounded<T> (ctx: ServiceContext, fn: (ctx: ServiceContext) => Promise<T>): Promise<T> {
-  return withStatementTimeout(ctx.db, ctx.config.queryStatementTimeoutMs, db => fn({ ...ctx, db }))
+  return withCallerCost(ctx, db => fn({ ...ctx, db }))
 }
 
 /** GET /v1/queries/objects: typeId, status (workflowState), paging and one sort key. */

@@ -52,7 +52,9 @@ export interface GraphqlContext {
   inTurn: <T>(run: () => Promise<T>) => Promise<T>
 }
 
-export function graphqlContext (service: ServiceContext): GraphqlContext {
+export function graphqlContext (request: ServiceContext): GraphqlContext {
+  // The document's root fields share one QUERY_STATEMENT_TIMEOUT_MS for their costly statements.
+  const service: ServiceContext = { ...request, costDeadline: performance.now() + request.config.queryStatementTimeoutMs }
   const checked = new Map<license.Feature, Promise<void>>()
   const requireFeature = (feature: license.Feature) => {
     let check = checked.get(feature)

@@ -119,7 +119,7 @@ export const objectTypesModule: GraphqlModule = {
       objectTypes: (_: unknown, a: Args, c: GraphqlContext) => objectTypes.listObjectTypes(c.service, listArgs(S.ListObjectTypesQuery, a)),
       objectType: (_: unknown, a: Args, c: GraphqlContext) => objectTypes.getObjectType(c.service, a.id),
       objectTypeVersions: async (_: unknown, a: Args, c: GraphqlContext) => (await objectTypes.objectTypeRegistry(c.service, a.id)).versions,
-      validateObject: (_: unknown, { typeId, ...body }: Args, c: GraphqlContext) => objectTypes.validateAgainstType(c.service, typeId, body)
+      validateObject: (_: unknown, { typeId, ...body }: Args, c: GraphqlContext) => objectTypes.validateAgainstType(c.service, typeId, JSON.stringify(body))
     },
     Mutation: {
       createObjectType: (_: unknown, a: Args, c: GraphqlContext) => objectTypes.createObjectType(c.service, a.input),

@@ -34,7 +34,8 @@ export function compileRoutes (routes: Route[], deps: GuardDeps): CompiledRoute[
   const must = authenticate(deps)
   const limited = rateLimit(deps.limiter, deps.config.rateLimit.limit)
   const metrics = metricsToken(deps.config)
-  const body = jsonBody(deps.config.maxBodyBytes)
+  const body = jsonBody(deps.config.maxBodyBytes, 'parsed')
+  const bodyText = jsonBody(deps.config.maxBodyBytes, 'text')
   const tg = deps.config.tenantGate
   const gate = tg.maxConcurrent > 0 ? [tenantGate(tg)] : []
   // The heavy lane first: a request waiting for one of its slots holds none of the tenant's others.
@@ -42,7 +43,7 @@ export function compileRoutes (routes: Route[], deps: GuardDeps): CompiledRoute[
   const guardsOf = (spec: RouteSpec): CompiledRoute['guards'] => {
     const limit = spec.unlimited === true ? [] : [limited]
     const fair = spec.unlimited === true ? [] : spec.heavy === true ? [...heavyGate, ...gate] : gate
-    const parse = spec.body !== undefined ? [body] : []
+    const parse = spec.body === undefined ? [] : [spec.bodyText === true ? bodyText : body]
     const feature = spec.feature !== undefined ? [requireFeature(spec.feature)] : []
     switch (spec.auth) {
       case 'bearer': return [who, ...limit, must, ...fair, ...feature, ...parse]

@@ -146,6 +146,11 @@ export interface RouteSpec {
   headers?: Record<string, { description: string, required?: boolean, schema: object }>
   body?: object
   bodyRequired?: boolean
+  /**
+   * The handler gets the body as its JSON text, not parsed, and reads it off the event loop (a
+   * dry run's body is read and checked in the evaluation pool); `body` still documents it.
+   */
+  bodyText?: boolean
   responses: Record<number, ResponseSpec>
   /** Error codes this operation can answer with, for the document. */
   errors?: number[]

@@ -20,16 +20,18 @@ function isJsonType (contentType: string): boolean {
 
 /**
  * The JSON body of a route that declares one, at most MAX_BODY_BYTES, read by co-body (the
- * parser koa-body wraps: strict JSON, prototype keys refused, gzip and deflate undone). A request
- * without a body leaves `req.body` undefined; anything but JSON is refused.
+ * parser koa-body wraps: strict JSON, prototype keys refused, gzip and deflate undone); as text
+ * for a route that reads it off the event loop (RouteSpec.bodyText). A request without a body
+ * leaves `req.body` undefined; anything but JSON is refused.
  */
-export function jsonBody (maxBodyBytes: number): (req: RouteRequest) => Promise<void> | undefined {
+export function jsonBody (maxBodyBytes: number, as: 'parsed' | 'text'): (req: RouteRequest) => Promise<void> | undefined {
   return req => {
     req.state.maxBodyBytes = maxBodyBytes
     const length = Number(req.headers['content-length'] ?? 0)
     if (!WITH_BODY.has(req.method) || (!(length > 0) && req.headers['transfer-encoding'] === undefined)) return undefined
     if (length > maxBodyBytes) throw new AppError('PAYLOAD_TOO_LARGE', `request body exceeds ${maxBodyBytes} bytes`, { limit: maxBodyBytes })
     if (!isJsonType(req.header('content-type'))) throw new AppError('BAD_REQUEST', 'Content-Type must be application/json (or another +json type)', { field: 'Content-Type', reason: 'unsupported media type' })
-    return coBody.json(req.raw, { limit: maxBodyBytes, strict: true }).then(body => { req.body = body })
+    const read = as === 'text' ? coBody.text(req.raw, { limit: maxBodyBytes }) : coBody.json(req.raw, { limit: maxBodyBytes, strict: true })
+    return read.then(body => { req.body = body })
   }
 }

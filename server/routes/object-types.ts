@@ -85,10 +85,10 @@ export const objectTypeRoutes: RouteModule = () => {
       summary: 'Dry run: validate attributes and geometry against any version of the type',
       description: 'Needs objectTypes:read. Writes nothing: answers {valid, version, errors} for the given attributes and geometry against the chosen version (default the latest), the way a create would check them.',
       pathParams: idParam,
-      body: S.ValidateBody, bodyRequired: false,
+      body: S.ValidateBody, bodyRequired: false, bodyText: true,
       responses: { 200: { description: 'the verdict', schema: S.ValidateResult } }, errors: [404],
       example: { summary: 'Would a 2 m pole pass? (no: the rule tall-enough)', params: { id: '{typeId}' }, body: { attributes: { material: 'wood', height: 2 }, geometry: { type: 'Point', coordinates: [13.4, 52.52] } }, status: 200 }
-    }, async req => ({ body: await objectTypes.validateAgainstType(req.service, req.params.id, req.body) })),
+    }, async req => ({ body: await objectTypes.validateAgainstType(req.service, req.params.id, (req.body as string | undefined) ?? '') })),
 
     route({
       method: 'get', path: '/v1/schema-registry/object-types/:id', operationId: 'objectTypeSchemaVersions', tag: 'schema-registry', auth: 'bearer',

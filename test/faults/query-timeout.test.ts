@@ -71,6 +71,17 @@ describe('query-DSL runs are bounded', { timeout: 120_000 }, () => {
     assert.ok(cut.ms < slow.ms, `bounded ${Math.round(cut.ms)} ms, unbounded ${Math.round(slow.ms)} ms`)
   })
 
+  it('gives a GraphQL document one QUERY_STATEMENT_TIMEOUT_MS for all its root fields, not one each', async () => {
+    const fields = 10
+    const doc = { query: `query ($q: ObjectQuery) { ${Array.from({ length: fields }, (_, i) => `q${i}: queryObjects(query: $q) { items { id } }`).join(' ')} }`, variables: { q: heavy } }
+    // Each field alone runs until its statement is cancelled at 100 ms: ten of them in turn took a second or more.
+    const answer = await timed(() => viewer.post('/v1/graphql', doc))
+    assert.equal(answer.res.status, 200, answer.res.text)
+    const codes = (answer.res.body.errors as Array<{ extensions: { code: string } }>).map(e => e.extensions.code)
+    assert.deepEqual(codes, Array<string>(fields).fill('NOT_READY'))
+    assert.ok(answer.ms < 600, `${fields} root fields took ${Math.round(answer.ms)} ms under a 100 ms budget`)
+  })
+
   it('keeps another tenant fast and never 5xx, and readiness 200, under 30 parallel heavy runs of one viewer', async () => {
     const other = newTenant('calm')
     const owner = bounded.as(other, ['owner'])
