@@ -4,12 +4,15 @@ import type { FleetBenchEnv } from './fleet.js'
 
 // The API as pods (issue 36, point 4): two web processes, each under a CPU limit, the client
 // spreading its requests over them in turn, against one of them alone, in rounds of alternating
-// order; gets by id and creates, one tenant. The database is left the rest of the machine.
+// order; gets by id and creates, one tenant. The database is left the rest of the machine. The
+// load grows with the pods, as a fleet's does when it is scaled out: BENCH_FLEET_API_CLIENTS
+// clients per web process (with a fixed number, each of two pods would get half the requests in
+// flight one pod had, and be measured at a lighter load, not at its capacity).
 
 const MILLICORES = Number(process.env.BENCH_FLEET_API_MILLICORES ?? 250)
 const REQUESTS = Number(process.env.BENCH_FLEET_REQUESTS ?? 3000)
 const WARM_REQUESTS = Number(process.env.BENCH_FLEET_API_WARMUP ?? 2000)
-const CLIENTS = Number(process.env.BENCH_FLEET_API_CLIENTS ?? 16)
+const CLIENTS_PER_WEB = Number(process.env.BENCH_FLEET_API_CLIENTS ?? 16)
 const GOAL = 1.8
 
 interface Web { child: ChildProcess, pid: number, baseUrl: string }
@@ -31,11 +34,11 @@ async function stopWeb (web: Web): Promise<void> {
   await exited
 }
 
-/** `count` requests from CLIENTS clients over the side's web processes in turn; requests/s. */
+/** `count` requests a web process, from CLIENTS_PER_WEB clients a web process, over the side's web processes in turn; requests/s. */
 async function run (env: FleetBenchEnv, webs: Web[], side: Side, op: Op, count: number, timed: boolean): Promise<void> {
   const use = webs.slice(0, side.n)
   const end = await meter(env.db, use.map(w => w.pid), use.map(w => w.child))
-  const rate = await throughput(count, CLIENTS, async i => { await op(use[i % use.length].baseUrl, i) })
+  const rate = await throughput(count * use.length, CLIENTS_PER_WEB * use.length, async i => { await op(use[i % use.length].baseUrl, i) })
   const usage = await end()
   if (!timed) return
   side.rates.push(rate)
@@ -46,7 +49,7 @@ function line (path: string, sides: Side[]): string[] {
   const [one, two] = sides.map(s => median(s.rates))
   const ratio = two / one
   const each = (f: (s: Side) => string) => sides.map(f).join(' / ')
-  const ms = (s: Side, seconds: number) => `${(seconds / (REQUESTS * s.rates.length) * 1000).toFixed(2)}`
+  const ms = (s: Side, seconds: number) => `${(seconds / (REQUESTS * s.n * s.rates.length) * 1000).toFixed(2)}`
   return [path, one.toFixed(0), two.toFixed(0), ratio.toFixed(2), `>= ${GOAL}${ratio >= GOAL ? '' : ' (missed)'}`,
     each(s => ms(s, s.usage.processes)), each(s => ms(s, s.usage.database)),
     each(s => `${(100 * s.usage.idle / s.usage.ticks).toFixed(0)} %`), each(s => `${(100 * s.usage.throttled / Math.max(1, s.usage.periods)).toFixed(0)} %`)]
@@ -77,6 +80,6 @@ export async function benchFleetApi (env: FleetBenchEnv, print: (line: string) =
   } finally {
     await Promise.all(webs.map(stopWeb))
   }
-  print(`fleet, API: web processes of ${MILLICORES}m each, ${REQUESTS} requests a round from ${CLIENTS} clients over them in turn, medians of ${env.rounds} rounds; CPU in ms per request, 1 / 2 web processes`)
+  print(`fleet, API: web processes of ${MILLICORES}m each, ${REQUESTS} requests a round and ${CLIENTS_PER_WEB} clients, both per web process, spread over them in turn, medians of ${env.rounds} rounds; CPU in ms per request, 1 / 2 web processes`)
   for (const l of markdownTable(['path', `1 web, req/s`, `2 web, req/s`, '2 / 1', 'goal', 'API CPU', 'database CPU', 'machine idle', 'periods throttled'], rows)) print(l)
 }

@@ -42,6 +42,12 @@ export function cpuQuotaMissing (): string | null {
   return process.getuid?.() === 0 ? null : `${CPU_QUOTA} needs root (it makes a cgroup)`
 }
 
+/**
+ * Node options for every service process a section starts (BENCH_SERVICE_NODE_ARGS, split at
+ * spaces), e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`, which node refuses in NODE_OPTIONS.
+ */
+const SERVICE_NODE_ARGS = (process.env.BENCH_SERVICE_NODE_ARGS ?? '').split(' ').filter(Boolean)
+
 export interface ServiceOptions {
   /** Runs the process as a pod limited to this many thousandths of a core (through CPU_QUOTA). */
   millicores?: number
@@ -55,7 +61,7 @@ export interface ServiceOptions {
  * node itself (SIGSTOP) go to `servicePid`.
  */
 export function startService (entry: 'server/main' | 'embedded/main' | 'worker/main' | 'db/setup', env: Record<string, string | undefined>, stdio: StdioOptions = ['ignore', 'ignore', 'inherit'], options: ServiceOptions = {}): ChildProcess {
-  const node = [process.execPath, ...(options.execArgv ?? []), path.join(SERVICE_DIR, 'dist', `${entry}.js`)]
+  const node = [process.execPath, ...SERVICE_NODE_ARGS, ...(options.execArgv ?? []), path.join(SERVICE_DIR, 'dist', `${entry}.js`)]
   if (options.millicores === undefined) return spawn(node[0], node.slice(1), { env, stdio })
   return spawn(CPU_QUOTA, [String(options.millicores), ...node], { env, stdio })
 }
