@@ -26,8 +26,17 @@ export function memoryCache (maxBytes = 64 * 1024 * 1024): RenderCache {
   return {
     kind: 'memory',
     async get (key, encoding) { return lru.get(key)?.[encoding] },
-    async set (key, value, ttlSeconds) { lru.set(key, value, { ttl: ttlSeconds * 1000 }) }
+    async set (key, value, ttlSeconds) { lru.set(key, { identity: own(value.identity), gzip: own(value.gzip) }, { ttl: ttlSeconds * 1000 }) }
   }
+}
+
+/**
+ * The bytes in a buffer of their own. A cold tile or page arrives as views of the socket's reads
+ * (lib/db preparedBytes), each read 64 KiB or more: kept as it is, a 2 KB tile would hold all of
+ * its read for the entry's lifetime, past the count `maxBytes` bounds (the API's memory grew so).
+ */
+function own (b: Buffer): Buffer {
+  return b.byteLength === b.buffer.byteLength ? b : Buffer.copyBytesFrom(b)
 }
 
 /**

@@ -2,6 +2,7 @@ import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { gunzipSync } from 'node:zlib'
 import { acceptsGzip, encodeRendering } from '../../lib/layers/encoding.js'
+import { memoryCache } from '../../lib/layers/cache.js'
 
 describe('lib/layers encoding', () => {
   it('acceptsGzip reads Accept-Encoding with its weights (RFC 9110 12.5.3)', () => {
@@ -16,5 +17,16 @@ describe('lib/layers encoding', () => {
     assert.ok(r.gzip.length < tile.length)
     assert.ok(gunzipSync(r.gzip).equals(tile))
     assert.ok(gunzipSync((await encodeRendering(Buffer.alloc(0))).gzip).length === 0)
+  })
+
+  it('the in-process cache keeps a view of a larger buffer (a tile as read off a socket) as bytes of its own', async () => {
+    const read = Buffer.alloc(256 * 1024, 7)
+    const tile = read.subarray(1000, 3000)
+    const cache = memoryCache()
+    await cache.set('k', await encodeRendering(tile), 60)
+    const kept = (await cache.get('k', 'identity'))!
+    assert.ok(kept.equals(tile))
+    // Small buffers share node's 8 KiB pool; what matters is that the 256 KiB read is not held.
+    assert.ok(kept.buffer.byteLength <= Math.max(tile.length, Buffer.poolSize), `the entry holds ${kept.buffer.byteLength} bytes`)
   })
 })
