@@ -7,7 +7,10 @@ import type { FleetBenchEnv } from './fleet.js'
 // order; gets by id and creates, one tenant. The database is left the rest of the machine. The
 // load grows with the pods, as a fleet's does when it is scaled out: BENCH_FLEET_API_CLIENTS
 // clients per web process (with a fixed number, each of two pods would get half the requests in
-// flight one pod had, and be measured at a lighter load, not at its capacity).
+// flight one pod had, and be measured at a lighter load, not at its capacity). Each client keeps
+// to one web process, as a keep-alive connection through a Kubernetes Service keeps to one pod:
+// handing requests out in turn, every client would soon wait on whichever pod its quota had
+// stopped, and the other would idle.
 
 const MILLICORES = Number(process.env.BENCH_FLEET_API_MILLICORES ?? 250)
 const REQUESTS = Number(process.env.BENCH_FLEET_REQUESTS ?? 3000)
@@ -34,11 +37,11 @@ async function stopWeb (web: Web): Promise<void> {
   await exited
 }
 
-/** `count` requests a web process, from CLIENTS_PER_WEB clients a web process, over the side's web processes in turn; requests/s. */
+/** `count` requests a web process, from CLIENTS_PER_WEB clients a web process (each keeping to one); requests/s. */
 async function run (env: FleetBenchEnv, webs: Web[], side: Side, op: Op, count: number, timed: boolean): Promise<void> {
   const use = webs.slice(0, side.n)
   const end = await meter(env.db, use.map(w => w.pid), use.map(w => w.child))
-  const rate = await throughput(count * use.length, CLIENTS_PER_WEB * use.length, async i => { await op(use[i % use.length].baseUrl, i) })
+  const rate = await throughput(count * use.length, CLIENTS_PER_WEB * use.length, async (i, client) => { await op(use[client % use.length].baseUrl, i) })
   const usage = await end()
   if (!timed) return
   side.rates.push(rate)
@@ -80,6 +83,6 @@ export async function benchFleetApi (env: FleetBenchEnv, print: (line: string) =
   } finally {
     await Promise.all(webs.map(stopWeb))
   }
-  print(`fleet, API: web processes of ${MILLICORES}m each, ${REQUESTS} requests a round and ${CLIENTS_PER_WEB} clients, both per web process, spread over them in turn, medians of ${env.rounds} rounds; CPU in ms per request, 1 / 2 web processes`)
+  print(`fleet, API: web processes of ${MILLICORES}m each, ${REQUESTS} requests a round and ${CLIENTS_PER_WEB} clients, both per web process, each client keeping to one, medians of ${env.rounds} rounds; CPU in ms per request, 1 / 2 web processes`)
   for (const l of markdownTable(['path', `1 web, req/s`, `2 web, req/s`, '2 / 1', 'goal', 'API CPU', 'database CPU', 'machine idle', 'periods throttled'], rows)) print(l)
 }

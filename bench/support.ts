@@ -145,14 +145,14 @@ export function recordFigure (label: string, r: { candidate: number, baseline: n
 }
 
 /** Runs `total` calls of `op` with `concurrency` in flight; returns operations per second. */
-export async function throughput (total: number, concurrency: number, op: (i: number) => Promise<void>): Promise<number> {
+export async function throughput (total: number, concurrency: number, op: (i: number, client: number) => Promise<void>): Promise<number> {
   let next = 0
   const started = process.hrtime.bigint()
-  await Promise.all(Array.from({ length: concurrency }, async () => {
+  await Promise.all(Array.from({ length: concurrency }, async (_, client) => {
     for (;;) {
       const i = next++
       if (i >= total) return
-      await op(i)
+      await op(i, client)
     }
   }))
   const seconds = Number(process.hrtime.bigint() - started) / 1e9
