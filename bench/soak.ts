@@ -110,6 +110,13 @@ function slope (samples: Array<[number, number]>): number {
   return sxx === 0 ? 0 : sxy / sxx * 60
 }
 
+/** The API's memory by part (prom-client's process and Node.js gauges on /metrics), in MB. */
+async function memoryParts (baseUrl: string): Promise<Record<string, number>> {
+  const text = await fetch(`${baseUrl}/metrics`).then(r => r.text())
+  const parts = { rss: 'process_resident_memory_bytes', 'heap used': 'nodejs_heap_size_used_bytes', 'heap total': 'nodejs_heap_size_total_bytes', external: 'nodejs_external_memory_bytes' }
+  return Object.fromEntries(Object.entries(parts).map(([k, metric]) => [k, Number(text.match(new RegExp(`^${metric} (\\S+)`, 'm'))?.[1] ?? NaN) / 1e6]))
+}
+
 /** VmRSS of each process every SAMPLE_MS until stopped: [seconds since start, MB]. */
 function sampleRss (pids: Record<string, number>): { samples: Record<string, Array<[number, number]>>, stop: () => void } {
   const samples: Record<string, Array<[number, number]>> = Object.fromEntries(Object.keys(pids).map(k => [k, []]))
@@ -140,6 +147,7 @@ export async function benchSoak (env: SoakBenchEnv, say: (line: string) => void)
     const log = new OpLog()
     const since = new Date()
     const rss = sampleRss({ API: env.apiPid, worker: workers[0].pid! })
+    const memoryBefore = await memoryParts(env.baseUrl)
     let vacuuming = Promise.resolve()
     const vacuum = setInterval(() => { vacuuming = vacuuming.then(() => settle(env.db, ['objects', 'object_versions'])).catch(() => {}) }, VACUUM_MS)
     const t0 = performance.now()
@@ -151,6 +159,7 @@ export async function benchSoak (env: SoakBenchEnv, say: (line: string) => void)
       await vacuuming
     }
     const took = (performance.now() - t0) / 1000
+    const memoryAfter = await memoryParts(env.baseUrl)
     const unfinished = await runsDrained(env, w.automation, 60_000)
     const runs = (await env.db.raw(`SELECT status, count(*)::int AS n, percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM finished_at - queued_at)) * 1000 AS p50,
         percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM finished_at - queued_at)) * 1000 AS p99
@@ -180,6 +189,7 @@ export async function benchSoak (env: SoakBenchEnv, say: (line: string) => void)
       const mbs = xs.map(([, m]) => m)
       say(`| ${name} | ${mbs[0].toFixed(0)} | ${mbs[mbs.length - 1].toFixed(0)} | ${Math.min(...mbs).toFixed(0)} / ${Math.max(...mbs).toFixed(0)} | ${s.toFixed(2)} (${half.length} samples) | < ${SLOPE_GOAL_MB_PER_MIN}${s < SLOPE_GOAL_MB_PER_MIN ? '' : ' (missed)'} |`)
     }
+    say(`soak: the API's memory before / after the load (MB): ${Object.keys(memoryBefore).map(k => `${k} ${memoryBefore[k].toFixed(0)} / ${memoryAfter[k].toFixed(0)}`).join(', ')}`)
     for (const op of new Set(CYCLE)) if (log.count(s => !ok(s), op) > 0) say(`soak: ${op} answered ${log.statusLine(op)}`)
     const errors = log.count(s => !ok(s)) + failedRuns + unfinished
     say(`soak: errors ${errors} (goal 0): calls not 2xx ${log.count(s => !ok(s))}, automation runs failed ${failedRuns}, unfinished a minute after the load ${unfinished}`)

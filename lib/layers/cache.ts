@@ -31,12 +31,17 @@ export function memoryCache (maxBytes = 64 * 1024 * 1024): RenderCache {
 }
 
 /**
- * The bytes in a buffer of their own. A cold tile or page arrives as views of the socket's reads
- * (lib/db preparedBytes), each read 64 KiB or more: kept as it is, a 2 KB tile would hold all of
- * its read for the entry's lifetime, past the count `maxBytes` bounds (the API's memory grew so).
+ * The bytes in a buffer of their own, of their size. A cold tile arrives as views of the socket's
+ * reads (lib/db preparedBytes), each 64 KiB or more, and a small buffer (a small tile, its gzip
+ * coding) is a slice of node's shared 8 KiB pool: kept as it is, an entry would hold all of that
+ * for its lifetime, unseen by the count `maxBytes` bounds (the API's memory grew by hundreds of
+ * MB in ten minutes of tiles). allocUnsafeSlow never takes from the pool.
  */
 function own (b: Buffer): Buffer {
-  return b.byteLength === b.buffer.byteLength ? b : Buffer.copyBytesFrom(b)
+  if (b.byteLength === b.buffer.byteLength) return b
+  const copy = Buffer.allocUnsafeSlow(b.byteLength)
+  b.copy(copy)
+  return copy
 }
 
 /**

@@ -26,7 +26,14 @@ describe('lib/layers encoding', () => {
     await cache.set('k', await encodeRendering(tile), 60)
     const kept = (await cache.get('k', 'identity'))!
     assert.ok(kept.equals(tile))
-    // Small buffers share node's 8 KiB pool; what matters is that the 256 KiB read is not held.
-    assert.ok(kept.buffer.byteLength <= Math.max(tile.length, Buffer.poolSize), `the entry holds ${kept.buffer.byteLength} bytes`)
+    assert.equal(kept.buffer.byteLength, tile.length, 'the entry holds its 2,000 bytes, not the 256 KiB read')
+    // A small tile and its gzip coding are slices of node's shared pool: kept, they would hold a slab each.
+    const small = Buffer.from('a tiny tile')
+    assert.ok(small.buffer.byteLength > small.length, 'a pooled buffer')
+    await cache.set('s', await encodeRendering(small), 60)
+    for (const coding of ['identity', 'gzip'] as const) {
+      const b = (await cache.get('s', coding))!
+      assert.equal(b.buffer.byteLength, b.length, `the ${coding} coding holds only its own bytes`)
+    }
   })
 })
