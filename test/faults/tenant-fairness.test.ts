@@ -174,7 +174,8 @@ describe('per-tenant fairness: a dry run\'s body is read and checked off the eve
     assert.deepEqual(answers.map(r => [r.status, r.body.valid]), [[200, true], [200, true], [200, false], [200, true]])
     assert.equal(answers[2].body.errors[0].field, 'attributes.parts')
     const maxMs = delay.max / 1e6
-    assert.ok(maxMs < 60, `the event loop was held for ${maxMs.toFixed(0)} ms`)
+    // Above the scheduling delays of a loaded CI machine, below one document checked on the loop.
+    assert.ok(maxMs < 100, `the event loop was held for ${maxMs.toFixed(0)} ms`)
   })
 
   it('refuses a body that is not JSON or not the declared shape as before: 400 in the error body', async () => {
