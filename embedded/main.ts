@@ -7,7 +7,7 @@ import { packageVersion } from '../lib/release/index.js'
 import { onShutdown } from '../lib/runtime.js'
 import { pgBossSender } from '../jobs/enqueue.js'
 import { createApp } from '../server/app.js'
-import { closeEvaluation } from '../lib/object-types/index.js'
+import { closeEvaluation, warmEvaluation } from '../lib/object-types/index.js'
 import { drainable } from '../server/http/drain.js'
 import { embeddedEnv } from './env.js'
 import { startEmbeddedOrExit } from './start.js'
@@ -24,6 +24,8 @@ const log = createLogger('api', config.logLevel)
 const hooks = wireModules()
 const { rt, stopWorker, announce } = await startEmbeddedOrExit(config, log, hooks)
 const app = createApp({ config, db: rt.db, log, sequencer: rt.sequencer, jobs: pgBossSender(rt.boss), redis: rt.redis, hooks, stopping: () => listener.draining })
+// The dry run's threads start and load their code before the first request can want them.
+await warmEvaluation(config.evaluationThreads)
 const server = http.createServer(app.callback())
 const listener = drainable(server, log)
 server.listen(config.port, () => {

@@ -2,7 +2,7 @@ import '../lib/heap.js'
 import http from 'node:http'
 import { loadConfigOrExit, requireDatabaseUrl } from '../lib/config.js'
 import { createLogger } from '../lib/log.js'
-import { closeEvaluation } from '../lib/object-types/index.js'
+import { closeEvaluation, warmEvaluation } from '../lib/object-types/index.js'
 import { wireModules } from '../lib/modules.js'
 import { packageVersion } from '../lib/release/index.js'
 import { onShutdown, startRuntimeOrExit } from '../lib/runtime.js'
@@ -20,6 +20,8 @@ const log = createLogger('api', config.logLevel)
 const hooks = wireModules()
 const rt = await startRuntimeOrExit(config, log, { worker: false })
 const app = createApp({ config, db: rt.db, log, sequencer: rt.sequencer, jobs: pgBossSender(rt.boss), redis: rt.redis, hooks, stopping: () => listener.draining })
+// The dry run's threads start and load their code before the first request can want them.
+await warmEvaluation(config.evaluationThreads)
 const server = http.createServer(app.callback())
 const listener = drainable(server, log)
 server.listen(config.port, () => {

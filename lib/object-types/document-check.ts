@@ -3,7 +3,7 @@ import { AppError } from '../errors.js'
 import { parse } from '../validation.js'
 import type { Geometry } from '../geo/index.js'
 import * as schema from './schema.js'
-import { validateCandidate, type Fault, type TypeDefinition } from './definition.js'
+import { validateCandidate, warmValidators, type Fault, type TypeDefinition } from './definition.js'
 
 // The dry run's evaluation, run in a thread of the evaluation pool (evaluation.ts): reading the
 // request's JSON and checking it against a type version costs in proportion to the body (up to
@@ -57,4 +57,10 @@ export default function checkDocument (task: DocumentCheck): DocumentVerdict {
   const faults = validateCandidate(task.definition, { typeId: task.typeId, attributes: input.attributes ?? {}, geometry: input.geometry ?? null, workflowState: null }, task.cacheKey)
   const checked = input.geometry != null && !faults.some(f => f.field.startsWith('geometry'))
   return { kind: 'checked', version, faults, geometry: checked ? JSON.stringify(input.geometry) : null }
+}
+
+/** Run once as a thread starts (evaluation.ts `warmEvaluation`): its code is loaded and ajv's meta-schema compiled before the first dry run. */
+export function warm (): true {
+  warmValidators()
+  return true
 }

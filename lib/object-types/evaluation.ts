@@ -16,10 +16,19 @@ const NICE = 10
 
 let pool: Piscina<DocumentCheck, DocumentVerdict> | null = null
 
-/** The pool, made on first use with `threads` threads (EVALUATION_THREADS); idle threads end after a minute. */
+/** The pool, made on first use with `threads` threads (EVALUATION_THREADS), which stay. */
 function evaluationPool (threads: number): Piscina<DocumentCheck, DocumentVerdict> {
-  pool ??= new Piscina({ filename: CHECK_FILE, minThreads: 0, maxThreads: threads, idleTimeout: 60_000, niceIncrement: NICE })
+  pool ??= new Piscina({ filename: CHECK_FILE, minThreads: threads, maxThreads: threads, niceIncrement: NICE })
   return pool
+}
+
+/**
+ * Starts the pool and waits until its threads have loaded their code: an API process does it
+ * before it listens, or its first dry run would wait for a thread to start (a second and more).
+ */
+export async function warmEvaluation (threads: number): Promise<void> {
+  const p = evaluationPool(threads)
+  await Promise.all(Array.from({ length: threads }, () => p.run(null as unknown as DocumentCheck, { name: 'warm' })))
 }
 
 /** Runs the dry run's document check (document-check.ts) in the pool. */

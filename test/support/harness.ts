@@ -14,6 +14,7 @@ import type { ServiceContext } from '../../lib/context.js'
 import { wireModules } from '../../lib/modules.js'
 import { packageVersion } from '../../lib/release/index.js'
 import { createApp } from '../../server/app.js'
+import { warmEvaluation } from '../../lib/object-types/index.js'
 import type { RouteSpec } from '../../server/http/route.js'
 import { PgBoss } from 'pg-boss'
 import { pgBossSender } from '../../jobs/enqueue.js'
@@ -127,6 +128,8 @@ export async function startServer (env: Record<string, string> = {}, opts: Serve
   const feed = await startSettingsFeed(db, databaseUrl, silentLog)
   const logged = errorRecorder()
   const app = createApp({ config, db, log: opts.log ?? logged.log, sequencer, jobs: boss ? pgBossSender(boss) : null, redis, hooks: wireModules() })
+  // As server/main.ts: the dry run's threads are up before the first request.
+  await warmEvaluation(config.evaluationThreads)
   const server = http.createServer(app.callback())
   await new Promise<void>(resolve => server.listen(0, '127.0.0.1', resolve))
   const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
