@@ -1,3 +1,4 @@
+import os from 'node:os'
 import bourne from '@hapi/bourne'
 import { AppError } from '../errors.js'
 import { parse } from '../validation.js'
@@ -36,6 +37,7 @@ function refused (err: AppError): DocumentVerdict {
 }
 
 export default function checkDocument (task: DocumentCheck): DocumentVerdict {
+  settle()
   let body: unknown = {}
   if (task.text !== '') {
     try {
@@ -59,8 +61,24 @@ export default function checkDocument (task: DocumentCheck): DocumentVerdict {
   return { kind: 'checked', version, faults, geometry: checked ? JSON.stringify(input.geometry) : null }
 }
 
-/** Run once as a thread starts (evaluation.ts `warmEvaluation`): its code is loaded and ajv's meta-schema compiled before the first dry run. */
-export function warm (): true {
+/** Nice value a thread takes once its code is loaded (Linux: per thread). */
+const NICE = 10
+let settled = false
+
+/**
+ * Compiles ajv's meta-schema, then lowers the thread's CPU priority: the loading ran at the
+ * process's priority, so a thread on a busy machine is ready in about the time the process took
+ * to load; the checks that follow yield to the API's thread and the database.
+ */
+function settle (): void {
+  if (settled) return
   warmValidators()
+  os.setPriority(NICE)
+  settled = true
+}
+
+/** Run once as a thread starts (evaluation.ts `warmEvaluation`): its code is loaded and settled before the first dry run. */
+export function warm (): true {
+  settle()
   return true
 }

@@ -1,5 +1,6 @@
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
+import { readdirSync, readFileSync } from 'node:fs'
 import { monitorEventLoopDelay } from 'node:perf_hooks'
 import pg from 'pg'
 import { newTenant, publishedType, startServer, type Client, type Response, type TestServer } from '../support/harness.js'
@@ -176,6 +177,9 @@ describe('per-tenant fairness: a dry run\'s body is read and checked off the eve
     const maxMs = delay.max / 1e6
     // Above the scheduling delays of a loaded CI machine, below one document checked on the loop.
     assert.ok(maxMs < 100, `the event loop was held for ${maxMs.toFixed(0)} ms`)
+    // The checks ran in a thread of lower CPU priority (Linux: nice is per thread; field 19 of stat).
+    const nices = readdirSync('/proc/self/task').map(t => Number(readFileSync(`/proc/self/task/${t}/stat`, 'utf8').split(') ')[1].split(' ')[16]))
+    assert.equal(nices.filter(n => n === 10).length, 1, `threads' nice values: ${nices.join(' ')}`)
   })
 
   it('refuses a body that is not JSON or not the declared shape as before: 400 in the error body', async () => {

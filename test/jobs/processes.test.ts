@@ -129,11 +129,11 @@ describe('setup job, API and worker on a fresh database', { timeout: 120_000 }, 
     assert.deepEqual(await rowCounts(url), firstCounts)
   })
 
-  it('server/main.ts answers /v1/health/ready 200 and exits 0 on SIGTERM', { timeout: 60_000 }, async () => {
+  it('server/main.ts answers /v1/health/ready 200 and exits 0 on SIGTERM', { timeout: 90_000 }, async () => {
     const port = await freePort()
     const p = start('server/main.ts', { ...env, PORT: String(port) })
     running.push(p)
-    await p.waitFor(/api listening/, 30_000)
+    await p.waitFor(/api listening/, 50_000)
     const res = await fetch(`http://127.0.0.1:${port}/v1/health/ready`)
     const body = await res.json() as { status: string, checks: Record<string, string> }
     assert.equal(res.status, 200, JSON.stringify(body))
@@ -146,10 +146,10 @@ describe('setup job, API and worker on a fresh database', { timeout: 120_000 }, 
     assert.match(p.output(), /shutting down/)
   })
 
-  it('worker/main.ts starts pg-boss and exits 0 on SIGTERM', { timeout: 60_000 }, async () => {
+  it('worker/main.ts starts pg-boss and exits 0 on SIGTERM', { timeout: 90_000 }, async () => {
     const p = start('worker/main.ts', env)
     running.push(p)
-    await p.waitFor(/worker started/, 30_000)
+    await p.waitFor(/worker started/, 50_000)
     p.child.kill('SIGTERM')
     const { code, signal } = await p.exited(25_000)
     assert.deepEqual({ code, signal }, { code: 0, signal: null }, p.output())
