@@ -79,6 +79,14 @@ export interface ServiceContext {
    * (lib/db withCallerCost): set for a GraphQL request, whose root fields run in turn.
    */
   costDeadline?: number
+  /**
+   * Set by the server for a heavy route (RouteSpec.heavy): waits for a slot of the tenant's heavy
+   * lane (TENANT_MAX_CONCURRENT_HEAVY_REQUESTS) the first time the request's costly work starts
+   * (lib/db withCallerCost, a render the cache does not hold, a stream, a dry run's check), and
+   * holds it until the answer is written; later calls return the same wait. An answer from the
+   * render cache, a 304 or a refused parameter takes no slot. Absent: no lane (jobs, light routes).
+   */
+  heavyLane?: () => Promise<void> | undefined
 }
 
 export interface Causation { depth: number, ruleId: string, runId: string }

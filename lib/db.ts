@@ -171,18 +171,22 @@ export interface CallerCostContext {
   config: { queryStatementTimeoutMs: number }
   /** performance.now() by which all of the request's such statements must end (ServiceContext.costDeadline). */
   costDeadline?: number
+  /** ServiceContext.heavyLane: entered before the statement. */
+  heavyLane?: () => Promise<void> | undefined
 }
 
 /**
  * Runs `fn` under QUERY_STATEMENT_TIMEOUT_MS (withStatementTimeout on `ctx.db`), or under what is
  * left of the request's own budget when it has one: a GraphQL request whose root fields each run
  * such statements spends one bound in all, not one per field. Nothing left: NOT_READY at once.
+ * First it enters the request's heavy lane (ServiceContext.heavyLane), when it has one.
  */
-export function withCallerCost<T> (ctx: CallerCostContext, fn: (db: Queryable) => Promise<T>): Promise<T> {
+export async function withCallerCost<T> (ctx: CallerCostContext, fn: (db: Queryable) => Promise<T>): Promise<T> {
+  await ctx.heavyLane?.()
   const ms = ctx.config.queryStatementTimeoutMs
   if (ctx.costDeadline === undefined || ms <= 0) return withStatementTimeout(ctx.db, ms, fn)
   const left = Math.floor(ctx.costDeadline - performance.now())
-  if (left <= 0) return Promise.reject(new AppError('NOT_READY', 'this request has spent its database time (QUERY_STATEMENT_TIMEOUT_MS for the whole request); ask for less in one request', { reason: 'statement timeout' }))
+  if (left <= 0) throw new AppError('NOT_READY', 'this request has spent its database time (QUERY_STATEMENT_TIMEOUT_MS for the whole request); ask for less in one request', { reason: 'statement timeout' })
   return withStatementTimeout(ctx.db, Math.min(ms, left), fn)
 }
 

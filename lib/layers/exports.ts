@@ -109,14 +109,16 @@ export async function plan (ctx: ServiceContext, kind: string, p: ExportParams, 
 /**
  * The conditional-request and cache discipline shared by every cached export: 304 when the
  * client holds the ETag of the coding it would get; else the kept rendering in that coding;
- * else render, compress once, keep both codings (for at most the TTL), send. `gzip`: the
+ * else enter the request's heavy lane (ServiceContext.heavyLane), render, compress once, keep
+ * both codings (for at most the TTL), send. `gzip`: the
  * client's Accept-Encoding allows gzip (encoding.ts `acceptsGzip`); only kept renderings have
  * a gzip coding.
  */
-export async function cached (cache: RenderCache | null, pl: Plan, c: Conditions, render: () => Promise<Body>): Promise<Rendered> {
+export async function cached (ctx: ServiceContext, cache: RenderCache | null, pl: Plan, c: Conditions, render: () => Promise<Body>): Promise<Rendered> {
   if (cache === null || pl.ttl === 0) {
     const head = { etag: pl.etag, maxAge: pl.ttl }
     if (matchesIfNoneMatch(c.ifNoneMatch, pl.etag)) return { ...head, body: null }
+    await ctx.heavyLane?.()
     return { ...head, body: await render() }
   }
   const head: Omit<Rendered, 'body'> = c.gzip === true
@@ -126,6 +128,7 @@ export async function cached (cache: RenderCache | null, pl: Plan, c: Conditions
   const hit = await cache.get(pl.key, c.gzip === true ? 'gzip' : 'identity')
   renderCacheLookupsTotal.inc({ kind: pl.kind, result: hit === undefined ? 'miss' : 'hit' })
   if (hit !== undefined) return { ...head, body: hit }
+  await ctx.heavyLane?.()
   const kept = await encodeRendering(joinBytes(await render()))
   await cache.set(pl.key, kept, pl.ttl)
   return { ...head, body: c.gzip === true ? kept.gzip : kept.identity }
@@ -140,7 +143,7 @@ const CLOSE = Buffer.from('}')
 export async function featureCollection (ctx: ServiceContext, cache: RenderCache | null, query: Record<string, unknown>, c: Conditions = {}): Promise<Rendered> {
   const q = parseQuery<PageQuery>(schema.ExportQuery, query)
   const pl = await plan(ctx, 'geojson', q, { parts: [q.limit, q.offset] })
-  return cached(cache, pl, c, async () => {
+  return cached(ctx, cache, pl, c, async () => {
     const page = await withCallerCost(ctx, db => exportSql.featurePage(db, pl.scope, pl.fields, q.limit, q.offset))
     return [COLLECTION_HEAD, ...page, CLOSE]
   })
@@ -168,7 +171,7 @@ export function parseTile (z: string, x: string, y: string): TileCoordinates {
 export async function tile (ctx: ServiceContext, cache: RenderCache | null, layer: string, t: TileCoordinates, query: Record<string, unknown>, c: Conditions = {}): Promise<Rendered> {
   const q = parseQuery<{ asOf?: string }>(schema.TileQuery, query)
   const pl = await plan(ctx, 'mvt', { layer, asOf: q.asOf }, { parts: [t.z, t.x, t.y] })
-  return cached(cache, pl, c, () => renderPlannedTile(ctx, pl, t))
+  return cached(ctx, cache, pl, c, () => renderPlannedTile(ctx, pl, t))
 }
 
 export function renderPlannedTile (ctx: ServiceContext, pl: Plan, t: TileCoordinates): Promise<Buffer[]> {

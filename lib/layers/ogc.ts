@@ -135,7 +135,7 @@ export async function items (ctx: ServiceContext, cache: RenderCache | null, slu
   const q = parseQuery<ItemsQuery>(collectionHref === null ? schema.OgcFeaturesQuery : schema.OgcItemsQuery, clampLimit(query))
   const pl = await plan(ctx, 'ogc-items', { layer: slug, bbox: q.bbox }, { filter: datetimeFilter(q.datetime), parts: [q.limit, q.offset, q.datetime ?? null, self] })
   if (pl.layer === null) throw new AppError('BAD_REQUEST', 'layer is required', { field: 'layer' })
-  return cached(cache, pl, c, async () => {
+  return cached(ctx, cache, pl, c, async () => {
     // One after the other: under the statement bound both run on its one connection.
     const [page, matched] = await withCallerCost(ctx, async db => [
       await exportSql.featurePage(db, pl.scope, pl.fields, q.limit, q.offset),

@@ -13,7 +13,7 @@ import { encodeRendering } from './encoding.js'
 export async function tileJson (ctx: ServiceContext, cache: RenderCache | null, slug: string, origin: string, c: Conditions = {}): Promise<Rendered> {
   const pl = await plan(ctx, 'tilejson', { layer: slug }, { parts: [origin] })
   const layer = pl.layer as sql.LayerRow
-  return cached(cache, pl, c, async () => {
+  return cached(ctx, cache, pl, c, async () => {
     const [e, kinds] = await Promise.all([exportSql.extent(ctx.db, pl.scope), exportSql.attributeKinds(ctx.db, pl.scope)])
     const attrs = pl.fields.attributes === 'all'
       ? kinds.map(k => [`attributes.${k.key}`, k.numeric ? 'Number' : 'String'])

@@ -22,6 +22,24 @@ function requireFeature (feature: license.Feature): (req: RouteRequest) => Promi
 }
 
 /**
+ * For a heavy route: the tenant's heavy lane, entered when the request's costly work starts
+ * (ServiceContext.heavyLane) rather than here, so a tile or page the render cache holds, a 304 or
+ * a refused parameter takes no slot. The slot is released with the request's others (state.release).
+ */
+function heavyLane (gate: (req: RouteRequest) => Promise<void> | undefined): (req: RouteRequest) => undefined {
+  return req => {
+    let entered: Promise<void> | undefined | null = null
+    req.service.heavyLane = () => {
+      if (entered === null) {
+        try { entered = gate(req) } catch (err) { entered = Promise.reject(err) }
+      }
+      return entered
+    }
+    return undefined
+  }
+}
+
+/**
  * Every route's guards, from its declared auth kind, in this order: identify before the limiter
  * (it keys on the identity), the limiter before the 401 (failed logins are counted), the tenant
  * gate once the tenant is known (a queued request has not been read yet), the body last, after
@@ -38,11 +56,10 @@ export function compileRoutes (routes: Route[], deps: GuardDeps): CompiledRoute[
   const bodyText = jsonBody(deps.config.maxBodyBytes, 'text')
   const tg = deps.config.tenantGate
   const gate = tg.maxConcurrent > 0 ? [tenantGate(tg)] : []
-  // The heavy lane first: a request waiting for one of its slots holds none of the tenant's others.
-  const heavyGate = tg.maxConcurrent > 0 && tg.maxConcurrentHeavy > 0 ? [tenantGate({ ...tg, maxConcurrent: tg.maxConcurrentHeavy, kind: 'heavy requests' })] : []
+  const heavy = tg.maxConcurrent > 0 && tg.maxConcurrentHeavy > 0 ? [...gate, heavyLane(tenantGate({ ...tg, maxConcurrent: tg.maxConcurrentHeavy, kind: 'heavy requests' }))] : gate
   const guardsOf = (spec: RouteSpec): CompiledRoute['guards'] => {
     const limit = spec.unlimited === true ? [] : [limited]
-    const fair = spec.unlimited === true ? [] : spec.heavy === true ? [...heavyGate, ...gate] : gate
+    const fair = spec.unlimited === true ? [] : spec.heavy === true ? heavy : gate
     const parse = spec.body === undefined ? [] : [spec.bodyText === true ? bodyText : body]
     const feature = spec.feature !== undefined ? [requireFeature(spec.feature)] : []
     switch (spec.auth) {

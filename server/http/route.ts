@@ -132,7 +132,8 @@ export interface RouteSpec {
   unlimited?: boolean
   /**
    * A request whose cost the caller chooses (a query run, an export, a tile, a dry-run validation,
-   * GraphQL): it also takes a slot of the tenant's heavy lane, TENANT_MAX_CONCURRENT_HEAVY_REQUESTS.
+   * GraphQL): its costly work also takes a slot of the tenant's heavy lane,
+   * TENANT_MAX_CONCURRENT_HEAVY_REQUESTS (ServiceContext.heavyLane).
    */
   heavy?: boolean
   /**

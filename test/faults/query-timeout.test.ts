@@ -36,6 +36,8 @@ describe('query-DSL runs are bounded', { timeout: 120_000 }, () => {
   it('lets a tenant run TENANT_MAX_CONCURRENT_HEAVY_REQUESTS heavy requests at once, its light ones and other tenants aside', async () => {
     const lane = await startServer({ QUERY_STATEMENT_TIMEOUT_MS: '0', TENANT_MAX_CONCURRENT_HEAVY_REQUESTS: '1', TENANT_MAX_QUEUED_REQUESTS: '0' })
     try {
+      const page = (limit: number) => lane.request('GET', `/v1/layers/objects?limit=${limit}`, { token: viewer.token })
+      assert.equal((await page(3)).status, 200, 'rendered, now in the render cache')
       // Sent together, each a few hundred ms of LIKE over every row: one takes the lane's one slot,
       // the other finds no slot and no queue place.
       const runs = Promise.all([1, 2].map(() => lane.request('POST', '/v1/queries/objects/run', { token: viewer.token, body: heavy })))
@@ -44,6 +46,11 @@ describe('query-DSL runs are bounded', { timeout: 120_000 }, () => {
       assert.equal((await lane.request('GET', '/v1/objects?limit=1', { token: viewer.token })).status, 200)
       const other = lane.as(newTenant('light'), ['viewer'])
       assert.equal((await other.post('/v1/queries/objects/run', { limit: 1 })).status, 200)
+      // An export page the render cache holds takes no heavy slot; one it must render does.
+      const [hit, miss] = [await page(3), await page(4)]
+      assert.equal(hit.status, 200, hit.text)
+      assert.equal(miss.status, 429, miss.text)
+      assert.equal(miss.body.error.details.reason, 'tenant concurrency (heavy requests)')
       const [a, b] = await runs
       const refused = a.status === 429 ? a : b
       assert.deepEqual([a.status, b.status].sort(), [200, 429], `${a.text} ${b.text}`)
