@@ -75,10 +75,12 @@ export interface ServiceContext {
    */
   deferChanges?: boolean
   /**
-   * performance.now() by which every statement of caller-chosen cost of this request must end
-   * (lib/db withCallerCost): set for a GraphQL request, whose root fields run in turn.
+   * Set for a request whose statements of caller-chosen cost share one QUERY_STATEMENT_TIMEOUT_MS
+   * (lib/db withCallerCost), a GraphQL request's root fields, which run in turn: `deadline` is the
+   * performance.now() by which they must end, counted from the first (null until it starts, so a
+   * wait for the heavy lane spends none of it).
    */
-  costDeadline?: number
+  sharedCost?: { deadline: number | null }
   /**
    * Set by the server for a heavy route (RouteSpec.heavy): waits for a slot of the tenant's heavy
    * lane (TENANT_MAX_CONCURRENT_HEAVY_REQUESTS) the first time the request's costly work starts

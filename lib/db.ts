@@ -169,8 +169,8 @@ export function withStatementTimeout<T> (db: Queryable, ms: number, fn: (db: Que
 export interface CallerCostContext {
   db: Queryable
   config: { queryStatementTimeoutMs: number }
-  /** performance.now() by which all of the request's such statements must end (ServiceContext.costDeadline). */
-  costDeadline?: number
+  /** The one bound the request's such statements share (ServiceContext.sharedCost). */
+  sharedCost?: { deadline: number | null }
   /** ServiceContext.heavyLane: entered before the statement. */
   heavyLane?: () => Promise<void> | undefined
 }
@@ -184,8 +184,10 @@ export interface CallerCostContext {
 export async function withCallerCost<T> (ctx: CallerCostContext, fn: (db: Queryable) => Promise<T>): Promise<T> {
   await ctx.heavyLane?.()
   const ms = ctx.config.queryStatementTimeoutMs
-  if (ctx.costDeadline === undefined || ms <= 0) return withStatementTimeout(ctx.db, ms, fn)
-  const left = Math.floor(ctx.costDeadline - performance.now())
+  const shared = ctx.sharedCost
+  if (shared === undefined || ms <= 0) return withStatementTimeout(ctx.db, ms, fn)
+  shared.deadline ??= performance.now() + ms
+  const left = Math.floor(shared.deadline - performance.now())
   if (left <= 0) throw new AppError('NOT_READY', 'this request has spent its database time (QUERY_STATEMENT_TIMEOUT_MS for the whole request); ask for less in one request', { reason: 'statement timeout' })
   return withStatementTimeout(ctx.db, Math.min(ms, left), fn)
 }

@@ -54,7 +54,7 @@ export interface GraphqlContext {
 
 export function graphqlContext (request: ServiceContext): GraphqlContext {
   // The document's root fields share one QUERY_STATEMENT_TIMEOUT_MS for their costly statements.
-  const service: ServiceContext = { ...request, costDeadline: performance.now() + request.config.queryStatementTimeoutMs }
+  const service: ServiceContext = { ...request, sharedCost: { deadline: null } }
   const checked = new Map<license.Feature, Promise<void>>()
   const requireFeature = (feature: license.Feature) => {
     let check = checked.get(feature)

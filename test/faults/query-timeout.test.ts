@@ -89,6 +89,18 @@ describe('query-DSL runs are bounded', { timeout: 120_000 }, () => {
     assert.ok(answer.ms < 600, `${fields} root fields took ${Math.round(answer.ms)} ms under a 100 ms budget`)
   })
 
+  it('counts a GraphQL document\'s budget from its first costly statement, not from its wait for the heavy lane', async () => {
+    // Three heavy runs ahead of it hold the tenant's one heavy slot in turn, 100 ms and more each.
+    const ahead = Array.from({ length: 3 }, () => viewer.post('/v1/queries/objects/run', heavy))
+    await new Promise(resolve => setTimeout(resolve, 20))
+    const answer = await timed(() => viewer.post('/v1/graphql', { query: '{ queryObjects(query: {limit: 1}) { items { id } } }' }))
+    assert.deepEqual((await Promise.all(ahead)).map(r => r.status), [503, 503, 503])
+    assert.ok(answer.ms >= 250, `the document waited only ${Math.round(answer.ms)} ms: it did not queue behind the runs`)
+    assert.equal(answer.res.status, 200, answer.res.text)
+    assert.equal(answer.res.body.errors, undefined, answer.res.text)
+    assert.equal(answer.res.body.data.queryObjects.items.length, 1)
+  })
+
   it('keeps another tenant fast and never 5xx, and readiness 200, under 30 parallel heavy runs of one viewer', async () => {
     const other = newTenant('calm')
     const owner = bounded.as(other, ['owner'])
