@@ -22,6 +22,11 @@ export function validationError (field: string, reason: string, extra: Record<st
   return new AppError('VALIDATION_ERROR', `${field}: ${reason}`, { field, reason, ...extra })
 }
 
+/** A request body that does not parse as the API reads JSON (strict: an object or an array). */
+export function invalidJsonBody (): AppError {
+  return new AppError('BAD_REQUEST', 'request body is not valid JSON', {})
+}
+
 export function notFound (resource: string, id: string): never {
   throw new AppError('NOT_FOUND', `${resource} ${id} not found`, { resource, id })
 }

@@ -1,6 +1,6 @@
 import os from 'node:os'
 import bourne from '@hapi/bourne'
-import { AppError } from '../errors.js'
+import { AppError, invalidJsonBody } from '../errors.js'
 import { parse } from '../validation.js'
 import type { Geometry } from '../geo/index.js'
 import * as schema from './schema.js'
@@ -44,7 +44,7 @@ export default function checkDocument (task: DocumentCheck): DocumentVerdict {
       if (!STRICT_JSON.test(task.text)) throw new SyntaxError('not an object or array')
       body = bourne.parse(task.text, { protoAction: 'error' })
     } catch {
-      return refused(new AppError('BAD_REQUEST', 'request body is not valid JSON', {}))
+      return refused(invalidJsonBody())
     }
   }
   let input: { attributes?: Record<string, unknown>, geometry?: Geometry | null, version?: number }

@@ -1,4 +1,4 @@
-import { AppError } from '../../lib/errors.js'
+import { AppError, invalidJsonBody } from '../../lib/errors.js'
 import { translatePgError } from '../../lib/db.js'
 import { STATUS_BY_CODE } from '../http/status.js'
 import { JSON_TYPE, type Answer, type RequestState } from '../http/route.js'
@@ -28,7 +28,7 @@ function toAppError (raw: unknown, state: RequestState): AppError {
   if (typeof (raw as { code?: unknown })?.code === 'string' && /^(Z_|ERR__ERROR_FORMAT_)/.test((raw as { code: string }).code)) {
     return new AppError('BAD_REQUEST', 'request body could not be decompressed', { field: 'Content-Encoding', reason: 'invalid compressed data' })
   }
-  if (e?.status === 400 || e?.status === 415) return new AppError('BAD_REQUEST', e.type === 'entity.parse.failed' || /JSON/i.test(e.message ?? '') ? 'request body is not valid JSON' : (e.message ?? 'bad request'), {})
+  if (e?.status === 400 || e?.status === 415) return e.type === 'entity.parse.failed' || /JSON/i.test(e.message ?? '') ? invalidJsonBody() : new AppError('BAD_REQUEST', e.message ?? 'bad request', {})
   state.log.error({ err: raw }, 'unhandled error')
   return new AppError('INTERNAL_ERROR', 'internal server error', {})
 }
