@@ -82,11 +82,12 @@ export interface ServiceContext {
    */
   sharedCost?: { deadline: number | null }
   /**
-   * Set by the server for a heavy route (RouteSpec.heavy): waits for a slot of the tenant's heavy
-   * lane (TENANT_MAX_CONCURRENT_HEAVY_REQUESTS) the first time the request's costly work starts
-   * (lib/db withCallerCost, a render the cache does not hold, a stream, a dry run's check), and
-   * holds it until the answer is written; later calls return the same wait. An answer from the
-   * render cache, a 304 or a refused parameter takes no slot. Absent: no lane (jobs, light routes).
+   * Set by the server for a route whose rendering is heavy (RouteSpec.heavy 'render'): waits for a
+   * slot of the tenant's heavy lane (TENANT_MAX_CONCURRENT_HEAVY_REQUESTS) the first time the
+   * rendering starts (lib/layers `cached` on a miss, lib/db withCallerCost), and holds it until
+   * the answer is written; later calls return the same wait. An answer from the render cache, a
+   * 304 or a refused parameter takes no slot. Absent: no lane to enter here (jobs, light routes,
+   * and heavy requests that entered theirs before anything else).
    */
   heavyLane?: () => Promise<void> | undefined
 }

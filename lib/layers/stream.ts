@@ -24,7 +24,6 @@ export async function featureStream (ctx: ServiceContext, query: Record<string, 
   const pl = await plan(ctx, 'ndjson', q)
   const head = { etag: pl.etag, maxAge: pl.ttl }
   if (matchesIfNoneMatch(ifNoneMatch, pl.etag)) return { ...head, stream: null }
-  await ctx.heavyLane?.()
   if (!engineOf(ctx.db).cursors) {
     // Embedded PGlite: one connection and no cursors or COPY; read every line, then free the connection.
     const lines = await exportSql.allFeatureLines(ctx.db, pl.scope, pl.fields)

@@ -157,7 +157,6 @@ export async function validateAgainstType (ctx: ServiceContext, id: string, docu
   const t = mustFind(await sql.findType(ctx.db, ctx.tenantId, id), id)
   let v: VersionRow | null = t.latest
   let version = t.latest_version
-  await ctx.heavyLane?.()
   for (;;) {
     if (v === null) throw validationError('version', `object type has no version ${version}`)
     const verdict = await checkDocumentOffThread(ctx.config.evaluationThreads, { text: document, typeId: id, version, definition: v.definition, cacheKey: v.status === 'published' ? `${id}:${version}` : null })

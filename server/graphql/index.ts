@@ -112,7 +112,7 @@ async function execute (apollo: ApolloServer<GraphqlContext>, req: RouteRequest)
 export const graphqlRoutes: RouteModule = deps => {
   const apollo = createApollo(deps.config.graphql)
   const LIMITS_TEXT = limitsText(deps.config.graphql)
-  const endpoint = { path: '/v1/graphql', tag: 'graphql', auth: 'bearer', feature: 'graphql', heavy: true, errors: [400] } satisfies Partial<RouteSpec>
+  const endpoint = { path: '/v1/graphql', tag: 'graphql', auth: 'bearer', feature: 'graphql', heavy: 'request', errors: [400] } satisfies Partial<RouteSpec>
 
   return [
     route({

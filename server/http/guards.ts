@@ -22,9 +22,10 @@ function requireFeature (feature: license.Feature): (req: RouteRequest) => Promi
 }
 
 /**
- * For a heavy route: the tenant's heavy lane, entered when the request's costly work starts
- * (ServiceContext.heavyLane) rather than here, so a tile or page the render cache holds, a 304 or
- * a refused parameter takes no slot. The slot is released with the request's others (state.release).
+ * For a route whose rendering is heavy (RouteSpec.heavy 'render'): the tenant's heavy lane,
+ * entered when the rendering starts (ServiceContext.heavyLane) rather than here, so a tile or page
+ * the render cache holds, a 304 or a refused parameter takes no slot. The slot is released with
+ * the request's others (state.release).
  */
 function heavyLane (gate: (req: RouteRequest) => Promise<void> | undefined): (req: RouteRequest) => undefined {
   return req => {
@@ -56,10 +57,13 @@ export function compileRoutes (routes: Route[], deps: GuardDeps): CompiledRoute[
   const bodyText = jsonBody(deps.config.maxBodyBytes, 'text')
   const tg = deps.config.tenantGate
   const gate = tg.maxConcurrent > 0 ? [tenantGate(tg)] : []
-  const heavy = tg.maxConcurrent > 0 && tg.maxConcurrentHeavy > 0 ? [...gate, heavyLane(tenantGate({ ...tg, maxConcurrent: tg.maxConcurrentHeavy, kind: 'heavy requests' }))] : gate
+  // One heavy lane per process, entered either way (RouteSpec.heavy). A heavy request enters it
+  // first: waiting for one of its slots, it holds none of the tenant's others.
+  const lane = tg.maxConcurrent > 0 && tg.maxConcurrentHeavy > 0 ? tenantGate({ ...tg, maxConcurrent: tg.maxConcurrentHeavy, kind: 'heavy requests' }) : null
+  const heavy = { request: lane === null ? gate : [lane, ...gate], render: lane === null ? gate : [...gate, heavyLane(lane)] }
   const guardsOf = (spec: RouteSpec): CompiledRoute['guards'] => {
     const limit = spec.unlimited === true ? [] : [limited]
-    const fair = spec.unlimited === true ? [] : spec.heavy === true ? heavy : gate
+    const fair = spec.unlimited === true ? [] : spec.heavy !== undefined ? heavy[spec.heavy] : gate
     const parse = spec.body === undefined ? [] : [spec.bodyText === true ? bodyText : body]
     const feature = spec.feature !== undefined ? [requireFeature(spec.feature)] : []
     switch (spec.auth) {

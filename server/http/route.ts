@@ -131,11 +131,13 @@ export interface RouteSpec {
   /** Exempt from rate limiting (health, metrics). */
   unlimited?: boolean
   /**
-   * A request whose cost the caller chooses (a query run, an export, a tile, a dry-run validation,
-   * GraphQL): its costly work also takes a slot of the tenant's heavy lane,
-   * TENANT_MAX_CONCURRENT_HEAVY_REQUESTS (ServiceContext.heavyLane).
+   * A request whose cost the caller chooses: it also takes a slot of the tenant's heavy lane,
+   * TENANT_MAX_CONCURRENT_HEAVY_REQUESTS. 'request' (a query run, the NDJSON stream, a dry-run
+   * validation, GraphQL): before the tenant's other slot, so a request waiting for the lane holds
+   * nothing else. 'render' (tiles, GeoJSON and OGC pages): only when the render cache does not
+   * hold the answer (ServiceContext.heavyLane), so a cache hit costs what a get costs.
    */
-  heavy?: boolean
+  heavy?: 'request' | 'render'
   /**
    * The license module switch this route belongs to (docs/behaviour.md "Licensing"): when the
    * tenant's license sets it to false, the route answers 403 FEATURE_DISABLED (checked by the

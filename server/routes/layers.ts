@@ -96,7 +96,7 @@ export const layerRoutes: RouteModule = (deps) => {
     }),
 
     route({
-      method: 'get', path: '/v1/layers/objects', operationId: 'exportLayerGeoJson', heavy: true, tag: 'layers', auth: 'bearer',
+      method: 'get', path: '/v1/layers/objects', operationId: 'exportLayerGeoJson', heavy: 'render', tag: 'layers', auth: 'bearer',
       summary: 'A page of a layer (or of all objects) as a GeoJSON FeatureCollection',
       description: 'Needs objects:read. fields=attributes.name gives properties.attributes.name (nested). Features are ordered by createdAt, then id.',
       query: S.ExportQuery, headers: IfNoneMatch,
@@ -108,7 +108,7 @@ export const layerRoutes: RouteModule = (deps) => {
     }),
 
     route({
-      method: 'get', path: '/v1/layers/objects/stream', operationId: 'streamLayerNdjson', heavy: true, tag: 'layers', auth: 'bearer',
+      method: 'get', path: '/v1/layers/objects/stream', operationId: 'streamLayerNdjson', heavy: 'request', tag: 'layers', auth: 'bearer',
       summary: 'The whole selection as NDJSON: one GeoJSON Feature per line, streamed from a database cursor (no limit; order unspecified)',
       description: 'Needs objects:read. Takes layer, typeId, bbox, fields and asOf like the GeoJSON export but no limit or offset: every selected Feature is streamed from a database cursor in constant memory. Unknown layer 404, bad bbox or fields 400; ETag and If-None-Match (304) work as for the other exports.',
       query: S.StreamQuery, headers: IfNoneMatch,
@@ -132,7 +132,7 @@ export const layerRoutes: RouteModule = (deps) => {
     }),
 
     route({
-      method: 'get', path: '/v1/layers/tiles/:layer/:z/:x/:y', operationId: 'getLayerTile', heavy: true, tag: 'layers', auth: 'bearer', feature: 'tiles',
+      method: 'get', path: '/v1/layers/tiles/:layer/:z/:x/:y', operationId: 'getLayerTile', heavy: 'render', tag: 'layers', auth: 'bearer', feature: 'tiles',
       summary: 'A Mapbox Vector Tile of a layer (extent 4096, buffer 64; y may end in .mvt or .pbf); an empty tile is 200 with an empty body',
       description: 'Properties: id, typeId, publicId, workflowState and each selected attribute as attributes.<name> (objects and arrays as JSON text). ' +
         'The tile layer is named by the slug. z is 0..18; x and y 0..2^z-1 (400 otherwise).',

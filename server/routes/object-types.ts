@@ -81,7 +81,7 @@ export const objectTypeRoutes: RouteModule = () => {
     }, async req => ({ body: await objectTypes.publishObjectType(req.service, req.params.id, req.body) })),
 
     route({
-      method: 'post', path: '/v1/object-types/:id/validate', operationId: 'validateAgainstObjectType', heavy: true, tag: 'object-types', auth: 'bearer',
+      method: 'post', path: '/v1/object-types/:id/validate', operationId: 'validateAgainstObjectType', heavy: 'request', tag: 'object-types', auth: 'bearer',
       summary: 'Dry run: validate attributes and geometry against any version of the type',
       description: 'Needs objectTypes:read. Writes nothing: answers {valid, version, errors} for the given attributes and geometry against the chosen version (default the latest), the way a create would check them.',
       pathParams: idParam,

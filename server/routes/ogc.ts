@@ -62,7 +62,7 @@ export const ogcRoutes: RouteModule = (deps) => {
     }),
 
     route({
-      method: 'get', path: '/v1/layers/ogc/collections/:collectionId/items', operationId: 'ogcItems', heavy: true, tag: 'ogc', auth: 'bearer', feature: 'ogc',
+      method: 'get', path: '/v1/layers/ogc/collections/:collectionId/items', operationId: 'ogcItems', heavy: 'render', tag: 'ogc', auth: 'bearer', feature: 'ogc',
       summary: 'Features of a collection: bbox, datetime (on updatedAt), limit (clamped to 10000), offset; next/prev links',
       description: 'Needs objects:read; behind the ogc license switch. A GeoJSON FeatureCollection with exact numberMatched, numberReturned, timeStamp and links self, next (while more remain), prev and collection. A limit above 10,000 is clamped, a malformed one or an unknown parameter is 400; unknown collection 404; ETag and If-None-Match (304) as for the exports.',
       pathParams: collectionId, query: S.OgcItemsQuery,
@@ -86,7 +86,7 @@ export const ogcRoutes: RouteModule = (deps) => {
     }),
 
     route({
-      method: 'get', path: '/v1/layers/ogc/features', operationId: 'ogcFeatures', heavy: true, tag: 'ogc', auth: 'bearer', feature: 'ogc',
+      method: 'get', path: '/v1/layers/ogc/features', operationId: 'ogcFeatures', heavy: 'render', tag: 'ogc', auth: 'bearer', feature: 'ogc',
       summary: 'A layer\'s features as an OGC FeatureCollection (SPEC): layer, limit, offset, bbox; links self and next',
       description: 'Needs objects:read; behind the ogc license switch. The layer parameter (a slug) is required (400 without it, 404 when unknown); limit defaults to 100 and is clamped to 10,000. Answers like the items of a collection, with numberMatched, numberReturned, timeStamp and links self, next and prev.',
       query: S.OgcFeaturesQuery, responses: { 200: Items, 304: { description: 'Not modified' } }, errors: [400, 404],

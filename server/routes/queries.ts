@@ -8,7 +8,7 @@ const S = queries.schema
 export const queryRoutes: RouteModule = () => {
   return [
     route({
-      method: 'get', path: '/v1/queries/objects', operationId: 'queryObjects', heavy: true, tag: 'queries', auth: 'bearer', feature: 'queries',
+      method: 'get', path: '/v1/queries/objects', operationId: 'queryObjects', heavy: 'request', tag: 'queries', auth: 'bearer', feature: 'queries',
       summary: 'Simple object query: typeId, status (workflowState), paging, one sort key',
       description: 'Needs objects:read. status filters workflowState; limit defaults to 100. For attribute, spatial and combined filters use POST /v1/queries/objects/run.',
       query: S.QueryObjectsQuery, responses: { 200: { description: 'a page of objects', schema: S.QueryResult } }, errors: [400],
@@ -16,7 +16,7 @@ export const queryRoutes: RouteModule = () => {
     }, async req => ({ bytes: await queries.queryObjectsJson(req.service, parseQuery<queries.ListParams>(S.QueryObjectsQuery, req.query)), type: JSON_TYPE })),
 
     route({
-      method: 'post', path: '/v1/queries/objects/run', operationId: 'runObjectQuery', heavy: true, tag: 'queries', auth: 'bearer', feature: 'queries',
+      method: 'post', path: '/v1/queries/objects/run', operationId: 'runObjectQuery', heavy: 'request', tag: 'queries', auth: 'bearer', feature: 'queries',
       summary: 'Run a query: filters (attribute, spatial, and/or/not), sorts, paging, aggregations, asOf, graph expansion',
       description: 'Needs objects:read. A bad field, operator or value is a 400 VALIDATION_ERROR whose details.field is the path, ' +
         'e.g. filters[0].filters[1].operator. Without graph the answer is {items, pagination, aggregations?}; with graph ' +
