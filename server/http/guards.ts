@@ -57,10 +57,11 @@ export function compileRoutes (routes: Route[], deps: GuardDeps): CompiledRoute[
   const bodyText = jsonBody(deps.config.maxBodyBytes, 'text')
   const tg = deps.config.tenantGate
   const gate = tg.maxConcurrent > 0 ? [tenantGate(tg)] : []
-  // One heavy lane per process, entered either way (RouteSpec.heavy). A heavy request enters it
-  // first: waiting for one of its slots, it holds none of the tenant's others.
+  // One heavy lane per process, entered either way (RouteSpec.heavy). A heavy request takes its
+  // slot instead of one of the tenant's others, so it never waits holding one and never waits for
+  // one holding its own; a rendering waits for it holding one of the others. One order: no cycle.
   const lane = tg.maxConcurrent > 0 && tg.maxConcurrentHeavy > 0 ? tenantGate({ ...tg, maxConcurrent: tg.maxConcurrentHeavy, kind: 'heavy requests' }) : null
-  const heavy = { request: lane === null ? gate : [lane, ...gate], render: lane === null ? gate : [...gate, heavyLane(lane)] }
+  const heavy = { request: lane === null ? gate : [lane], render: lane === null ? gate : [...gate, heavyLane(lane)] }
   const guardsOf = (spec: RouteSpec): CompiledRoute['guards'] => {
     const limit = spec.unlimited === true ? [] : [limited]
     const fair = spec.unlimited === true ? [] : spec.heavy !== undefined ? heavy[spec.heavy] : gate

@@ -58,6 +58,21 @@ describe('query-DSL runs are bounded', { timeout: 120_000 }, () => {
     } finally { await lane.close() }
   })
 
+  it('never deadlocks a tenant\'s pages that miss the render cache against its query runs (one order of lanes)', async () => {
+    const lane = await startServer({ QUERY_STATEMENT_TIMEOUT_MS: '0', TENANT_MAX_CONCURRENT_REQUESTS: '2', TENANT_MAX_CONCURRENT_HEAVY_REQUESTS: '1', TENANT_QUEUE_TIMEOUT_MS: '4000' })
+    try {
+      // Pages (each limit a new rendering) wait for the heavy lane holding the tenant's two other
+      // slots; query runs take the heavy lane. Were a run to want one of those slots as well, each
+      // side would hold what the other waits for until the queue's timeout.
+      const calls = Array.from({ length: 6 }, (_, i) => i % 2 === 0
+        ? lane.request('GET', `/v1/layers/objects?limit=${10 + i}`, { token: viewer.token })
+        : lane.request('POST', '/v1/queries/objects/run', { token: viewer.token, body: { limit: 1 } }))
+      const all = await timed(() => Promise.all(calls))
+      assert.deepEqual(all.res.map(r => r.status), [200, 200, 200, 200, 200, 200], all.res.map(r => r.text).join('\n'))
+      assert.ok(all.ms < 3000, `six light calls took ${Math.round(all.ms)} ms`)
+    } finally { await lane.close() }
+  })
+
   it('refuses a query with more than 20 text filters (400 naming the filter), before any SQL', async () => {
     const res = await viewer.post('/v1/queries/objects/run', {
       filters: Array.from({ length: 21 }, () => ({ field: 'attributes.name', operator: 'contains', value: 'x' }))
