@@ -83,9 +83,9 @@ export interface ServiceContext {
   sharedCost?: { deadline: number | null }
   /**
    * Set by the server for a route whose rendering is heavy (RouteSpec.heavy 'render'): waits for a
-   * slot of the tenant's heavy lane (TENANT_MAX_CONCURRENT_HEAVY_REQUESTS) the first time the
-   * rendering starts (lib/layers `cached` on a miss, lib/db withCallerCost), and holds it until
-   * the answer is written; later calls return the same wait. An answer from the render cache, a
+   * slot of the tenant's heavy lane (TENANT_MAX_CONCURRENT_HEAVY_REQUESTS) when the rendering
+   * starts (lib/layers `cached`, on a miss), and holds it until the answer is written; later calls
+   * return the same wait. An answer from the render cache, a
    * 304 or a refused parameter takes no slot. Absent: no lane to enter here (jobs, light routes,
    * and heavy requests that entered theirs before anything else).
    */

@@ -171,18 +171,14 @@ export interface CallerCostContext {
   config: { queryStatementTimeoutMs: number }
   /** The one bound the request's such statements share (ServiceContext.sharedCost). */
   sharedCost?: { deadline: number | null }
-  /** ServiceContext.heavyLane: entered before the statement. */
-  heavyLane?: () => Promise<void> | undefined
 }
 
 /**
  * Runs `fn` under QUERY_STATEMENT_TIMEOUT_MS (withStatementTimeout on `ctx.db`), or under what is
  * left of the request's own budget when it has one: a GraphQL request whose root fields each run
  * such statements spends one bound in all, not one per field. Nothing left: NOT_READY at once.
- * First it enters the request's heavy lane (ServiceContext.heavyLane), when it has one.
  */
 export async function withCallerCost<T> (ctx: CallerCostContext, fn: (db: Queryable) => Promise<T>): Promise<T> {
-  await ctx.heavyLane?.()
   const ms = ctx.config.queryStatementTimeoutMs
   const shared = ctx.sharedCost
   if (shared === undefined || ms <= 0) return withStatementTimeout(ctx.db, ms, fn)

@@ -110,9 +110,8 @@ export async function plan (ctx: ServiceContext, kind: string, p: ExportParams, 
  * The conditional-request and cache discipline shared by every cached export: 304 when the
  * client holds the ETag of the coding it would get; else the kept rendering in that coding;
  * else enter the request's heavy lane (ServiceContext.heavyLane), render, compress once, keep
- * both codings (for at most the TTL), send. `gzip`: the
- * client's Accept-Encoding allows gzip (encoding.ts `acceptsGzip`); only kept renderings have
- * a gzip coding.
+ * both codings (for at most the TTL), send. `gzip`: the client's Accept-Encoding allows gzip
+ * (encoding.ts `acceptsGzip`); only kept renderings have a gzip coding.
  */
 export async function cached (ctx: ServiceContext, cache: RenderCache | null, pl: Plan, c: Conditions, render: () => Promise<Body>): Promise<Rendered> {
   if (cache === null || pl.ttl === 0) {

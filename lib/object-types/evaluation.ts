@@ -6,7 +6,8 @@ import type { DocumentCheck, DocumentVerdict } from './document-check.js'
 // event loop such a check held every other tenant's requests for as long as it ran; in a thread
 // it holds one thread, the heavy lane bounds how many a tenant has queued, and once loaded the
 // threads run at a lower CPU priority than the event loop (document-check.ts `settle`), so on a
-// busy machine the API's own thread and the database come first. docs/behaviour.md "Per-tenant fairness".
+// busy machine the API's own thread and the database come first. docs/behaviour.md "Per-tenant
+// fairness".
 
 // Under tsx (tests, scripts) this module is the .ts source and so is its sibling.
 const CHECK_FILE = new URL(`./document-check.${import.meta.url.endsWith('.ts') ? 'ts' : 'js'}`, import.meta.url).href

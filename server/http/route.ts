@@ -134,8 +134,9 @@ export interface RouteSpec {
    * A request whose cost the caller chooses: it also takes a slot of the tenant's heavy lane,
    * TENANT_MAX_CONCURRENT_HEAVY_REQUESTS. 'request' (a query run, the NDJSON stream, a dry-run
    * validation, GraphQL): in place of one of the tenant's TENANT_MAX_CONCURRENT_REQUESTS, so a
-   * request waiting for the lane holds nothing else. 'render' (tiles, GeoJSON and OGC pages): only when the render cache does not
-   * hold the answer (ServiceContext.heavyLane), so a cache hit costs what a get costs.
+   * request waiting for the lane holds nothing else. 'render' (tiles, GeoJSON and OGC pages):
+   * only when the render cache does not hold the answer (ServiceContext.heavyLane), so a cache
+   * hit costs what a get costs.
    */
   heavy?: 'request' | 'render'
   /**

@@ -36,8 +36,8 @@ export function tenantGate (opts: TenantGateOptions): (req: RouteRequest) => Pro
     } else if (--lane.active === 0) lanes.delete(tenant)
   }
   // Idempotent: exchange calls it once the answer is written, and again if writing threw. A
-  // request may hold a slot of each gate it passed (the heavy lane, then the tenant's): each
-  // release gives back its own and calls the one held before it.
+  // request may hold a slot of each gate it passed (a rendering: the tenant's, then the heavy
+  // lane): each release gives back its own and calls the one held before it.
   const releaser = (tenant: string, lane: Lane, held: (() => void) | undefined): () => void => {
     let holding = true
     return () => { if (holding) { holding = false; release(tenant, lane) } held?.() }
