@@ -13,6 +13,8 @@ export interface SoakBenchEnv extends AutomationBenchEnv { apiPid: number }
 const SECONDS = Number(process.env.BENCH_SOAK_SECONDS ?? 600)
 const CAPACITY_SECONDS = Number(process.env.BENCH_SOAK_CAPACITY_SECONDS ?? 15)
 const SHARE = 0.7
+// A fixed open-loop rate instead (calls/s), to compare two builds at the same load on a noisy machine.
+const RATE = process.env.BENCH_SOAK_RATE === undefined ? undefined : Number(process.env.BENCH_SOAK_RATE)
 // The capacity's closed loop: 16 in flight, as the core section's c16 rows.
 const CAPACITY_CLIENTS = 16
 const SAMPLE_MS = 2000
@@ -140,9 +142,9 @@ export async function benchSoak (env: SoakBenchEnv, say: (line: string) => void)
     const cap = await capacity(env, w, new OpLog())
     await runsDrained(env, w.automation, 60_000)
     await settle(env.db, ['objects', 'object_versions'])
-    const rate = cap * SHARE
+    const rate = RATE ?? cap * SHARE
     say(`soak: capacity of the mix (get 6, create 3, update 3, tile 3, list 2, query 2, automation ingress 1 in 20), closed loop c${CAPACITY_CLIENTS}, ${CAPACITY_SECONDS} s: ${cap.toFixed(0)} calls/s; load ${loadAverage()}`)
-    say(`soak: ${SECONDS} s open loop at ${(SHARE * 100).toFixed(0)} % of it, ${rate.toFixed(0)} calls/s; 1 worker process; RSS every ${SAMPLE_MS / 1000} s`)
+    say(`soak: ${SECONDS} s open loop at ${RATE === undefined ? `${(SHARE * 100).toFixed(0)} % of it` : 'BENCH_SOAK_RATE'}, ${rate.toFixed(0)} calls/s; 1 worker process; RSS every ${SAMPLE_MS / 1000} s`)
 
     const log = new OpLog()
     const since = new Date()

@@ -24,14 +24,19 @@ function requireFeature (feature: license.Feature): (req: RouteRequest) => Promi
 /**
  * For a route whose rendering is heavy (RouteSpec.heavy 'render'): the tenant's heavy lane,
  * entered when the rendering starts (ServiceContext.heavyLane) rather than here, so a tile or page
- * the render cache holds, a 304 or a refused parameter takes no slot. The slot is released with
- * the request's others (state.release).
+ * the render cache holds, a 304 or a refused parameter takes no slot. Entering it gives back the
+ * tenant's slot first: a rendering waits for the lane holding nothing, as a heavy request does, so
+ * a tenant's renderings in that queue leave its other slots to its gets and writes. The heavy slot
+ * is released once the answer is written (state.release).
  */
 function heavyLane (gate: (req: RouteRequest) => Promise<void> | undefined): (req: RouteRequest) => undefined {
   return req => {
     let entered: Promise<void> | undefined | null = null
     req.service.heavyLane = () => {
       if (entered === null) {
+        const general = req.state.release
+        req.state.release = undefined
+        general?.()
         try { entered = gate(req) } catch (err) { entered = Promise.reject(err) }
       }
       return entered
@@ -57,9 +62,9 @@ export function compileRoutes (routes: Route[], deps: GuardDeps): CompiledRoute[
   const bodyText = jsonBody(deps.config.maxBodyBytes, 'text')
   const tg = deps.config.tenantGate
   const gate = tg.maxConcurrent > 0 ? [tenantGate(tg)] : []
-  // One heavy lane per process, entered either way (RouteSpec.heavy). A heavy request takes its
-  // slot instead of one of the tenant's others, so it never waits holding one and never waits for
-  // one holding its own; a rendering waits for it holding one of the others. One order: no cycle.
+  // One heavy lane per process, entered either way (RouteSpec.heavy), always in place of the
+  // tenant's other slot: a heavy request at once, a rendering when the render cache misses.
+  // Nothing waits for one of the two kinds of slot holding the other: no cycle.
   const lane = tg.maxConcurrent > 0 && tg.maxConcurrentHeavy > 0 ? tenantGate({ ...tg, maxConcurrent: tg.maxConcurrentHeavy, kind: 'heavy requests' }) : null
   const heavy = { request: lane === null ? gate : [lane], render: lane === null ? gate : [...gate, heavyLane(lane)] }
   const guardsOf = (spec: RouteSpec): CompiledRoute['guards'] => {

@@ -136,7 +136,8 @@ export interface RouteSpec {
    * validation, GraphQL): in place of one of the tenant's TENANT_MAX_CONCURRENT_REQUESTS, so a
    * request waiting for the lane holds nothing else. 'render' (tiles, GeoJSON and OGC pages):
    * only when the render cache does not hold the answer (ServiceContext.heavyLane), so a cache
-   * hit costs what a get costs.
+   * hit costs what a get costs; the rendering then gives back its general slot and waits for the
+   * lane holding nothing, as a 'request' does.
    */
   heavy?: 'request' | 'render'
   /**

@@ -61,15 +61,35 @@ describe('query-DSL runs are bounded', { timeout: 120_000 }, () => {
   it('never deadlocks a tenant\'s pages that miss the render cache against its query runs (one order of lanes)', async () => {
     const lane = await startServer({ QUERY_STATEMENT_TIMEOUT_MS: '0', TENANT_MAX_CONCURRENT_REQUESTS: '2', TENANT_MAX_CONCURRENT_HEAVY_REQUESTS: '1', TENANT_QUEUE_TIMEOUT_MS: '4000' })
     try {
-      // Pages (each limit a new rendering) wait for the heavy lane holding the tenant's two other
-      // slots; query runs take the heavy lane. Were a run to want one of those slots as well, each
-      // side would hold what the other waits for until the queue's timeout.
+      // Pages (each limit a new rendering) and query runs both wait for the heavy lane. Were one
+      // kind to wait for it holding one of the tenant's two other slots, and the other to want such
+      // a slot while holding the lane, each side would hold what the other waits for until the
+      // queue's timeout.
       const calls = Array.from({ length: 6 }, (_, i) => i % 2 === 0
         ? lane.request('GET', `/v1/layers/objects?limit=${10 + i}`, { token: viewer.token })
         : lane.request('POST', '/v1/queries/objects/run', { token: viewer.token, body: { limit: 1 } }))
       const all = await timed(() => Promise.all(calls))
       assert.deepEqual(all.res.map(r => r.status), [200, 200, 200, 200, 200, 200], all.res.map(r => r.text).join('\n'))
       assert.ok(all.ms < 3000, `six light calls took ${Math.round(all.ms)} ms`)
+    } finally { await lane.close() }
+  })
+
+  it('leaves a tenant\'s other slots to its light requests while its renderings wait for the heavy lane', async () => {
+    const lane = await startServer({ QUERY_STATEMENT_TIMEOUT_MS: '0', TENANT_MAX_CONCURRENT_REQUESTS: '2', TENANT_MAX_CONCURRENT_HEAVY_REQUESTS: '1', TENANT_QUEUE_TIMEOUT_MS: '10000' })
+    try {
+      const done: string[] = []
+      const track = async (name: string, call: Promise<{ status: number, text: string }>) => { const r = await call; done.push(name); return r }
+      // A run holds the lane for a few hundred ms; two pages that miss the render cache then wait
+      // for it. Were they to wait holding the tenant's two slots, the get would wait for the run.
+      const run = track('run', lane.request('POST', '/v1/queries/objects/run', { token: viewer.token, body: heavy }))
+      await new Promise(resolve => setTimeout(resolve, 30))
+      const pages = [21, 22].map(limit => track('page', lane.request('GET', `/v1/layers/objects?limit=${limit}`, { token: viewer.token })))
+      await new Promise(resolve => setTimeout(resolve, 30))
+      const get = await track('get', lane.request('GET', '/v1/objects?limit=1', { token: viewer.token }))
+      assert.equal(get.status, 200, get.text)
+      const all = await Promise.all([run, ...pages])
+      assert.deepEqual(all.map(r => r.status), [200, 200, 200], all.map(r => r.text).join('\n'))
+      assert.deepEqual(done.slice(0, 1), ['get'], `answered in the order ${done.join(', ')}`)
     } finally { await lane.close() }
   })
 
