@@ -54,6 +54,33 @@ export const RAW_BATCH = `
   )
   SELECT json_build_object('items', json_agg(j.body))::text AS body FROM j`
 
+/**
+ * One statement writing what an update of attributes writes ($1 id, $2 tenant, $3 the version the
+ * client holds, $4 the attributes merged in, $5 actor): the current version closed, the object
+ * changed, its next version, audit, outbox, the change counter; no row when the version moved.
+ */
+export const RAW_UPDATE = `
+  WITH now AS MATERIALIZED (SELECT date_trunc('milliseconds', clock_timestamp()) AS t
+  ), closed AS (
+    UPDATE object_versions SET tx_to = now.t, valid_to = now.t FROM now WHERE tenant_id = $2 AND object_id = $1 AND version = $3
+  ), o AS (
+    UPDATE objects SET attributes = objects.attributes || $4::jsonb, version = version + 1, valid_from = now.t, updated_at = now.t
+    FROM now WHERE tenant_id = $2 AND id = $1 AND version = $3 AND deleted_at IS NULL RETURNING objects.*
+  ), v AS (
+    INSERT INTO object_versions (object_id, version, tenant_id, type_id, public_id, operation, attributes, geom, created_at, updated_at, valid_from, tx_from, actor)
+    SELECT id, version, tenant_id, type_id, public_id, 'updated', attributes, geom, created_at, updated_at, valid_from, updated_at, $5::jsonb FROM o
+  ), j AS (SELECT ${objectJson('o')} AS body FROM o
+  ), a AS (
+    INSERT INTO audit_events (tenant_id, type, actor, resource_type, resource_id, data, occurred_at)
+    SELECT tenant_id, 'object.updated', $5::jsonb, 'object', id::text, jsonb_build_object('typeId', type_id, 'publicId', public_id, 'version', version), updated_at FROM o
+  ), e AS (
+    INSERT INTO outbox_events (tenant_id, type, aggregate_type, aggregate_id, payload)
+    SELECT o.tenant_id, 'object.updated', 'object', o.id::text, jsonb_build_object('object', j.body) FROM o, j
+  ), c AS (
+    INSERT INTO counter_deltas (tenant_id, counter, bucket, delta) SELECT tenant_id, 'object_changes', type_id::text, 1 FROM o
+  )
+  SELECT body::text FROM j`
+
 export const RAW_GET = `SELECT ${objectJson('o')}::text AS body FROM objects o WHERE o.id = $1 AND o.tenant_id = $2 AND o.deleted_at IS NULL`
 
 /** A page of 100 in created order (index scan) with the exact total from the counters. */
@@ -92,6 +119,7 @@ export const TILE_SQL = `
 /** The statements the HTTP floor serves, by the name its URL carries. */
 export const FLOOR_STATEMENTS: Record<string, string> = {
   create: RAW_CREATE,
+  update: RAW_UPDATE,
   batch: RAW_BATCH,
   get: RAW_GET,
   'list-asc': rawList('ASC'),

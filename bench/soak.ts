@@ -1,12 +1,15 @@
+import { randomUUID } from 'node:crypto'
 import type { ChildProcess } from 'node:child_process'
 import { AREA, seedCity, tileAt } from './city.js'
-import { OpLog, http, loadAverage, memMb, openLoop, percentile, statusOf } from './support.js'
+import { OpLog, http, loadAverage, memMb, openLoop, percentile, startFloor, statusOf } from './support.js'
 import { fixture, settle, startWorkers, stopWorkers, type AutomationBenchEnv, type Fixture } from './automation.js'
 
 // Soak (issue 35 point 5): a mixed workload (reads, writes, queries, tiles, automation) at 70 % of
 // the capacity measured first, for BENCH_SOAK_SECONDS, with the API's and the worker's memory
-// sampled: no upward RSS trend, p99 within 3x p50 per operation, no errors. Runs only when
-// BENCH_ONLY names it (bench/README.md).
+// sampled: no upward RSS trend, p99 within 3x p50 per operation, no errors. Then the same arrivals
+// at the same rate against the HTTP floor (bench/floor-server.ts: the raw statement for each answer
+// behind a minimal HTTP server), whose p99 / p50 is what this machine allows at that load. Runs
+// only when BENCH_ONLY names it (bench/README.md).
 
 export interface SoakBenchEnv extends AutomationBenchEnv { apiPid: number }
 
@@ -18,6 +21,9 @@ const RATE = process.env.BENCH_SOAK_RATE === undefined ? undefined : Number(proc
 // The capacity's closed loop: 16 in flight, as the core section's c16 rows.
 const CAPACITY_CLIENTS = 16
 const SAMPLE_MS = 2000
+// The floor's open loop: percentiles settle long before the memory trend does.
+const FLOOR_SECONDS = Number(process.env.BENCH_SOAK_FLOOR_SECONDS ?? 120)
+const FLOOR_WARM_SECONDS = 15
 // Stand-in for autovacuum, which the bench's server runs without: the churned tables every minute.
 const VACUUM_MS = 60_000
 // RSS slope over the second half above which memory is said to climb: see bench/README.md "soak".
@@ -28,7 +34,7 @@ const CYCLE = ['get', 'create', 'get', 'tile', 'update', 'list', 'get', 'query',
   'tile', 'update', 'automation', 'get', 'list', 'tile', 'create', 'update', 'get', 'query'] as const
 type Op = typeof CYCLE[number]
 
-interface World { token: string, typeId: string, ids: string[], versions: Map<string, number>, busy: Set<string>, automation: Fixture }
+interface World { tenantId: string, token: string, typeId: string, ids: string[], versions: Map<string, number>, busy: Set<string>, automation: Fixture }
 
 /** The soak's tenant: a city of 20,000 points, a layer of it (cached as by default), and automation's fixture. */
 async function world (env: SoakBenchEnv): Promise<World> {
@@ -36,17 +42,19 @@ async function world (env: SoakBenchEnv): Promise<World> {
   const token = env.tokenFor(city.tenantId)
   await http(env, token, 'POST', '/v1/layers/definitions', { name: 'soak', slug: 'soak', definition: { fields: ['attributes.name', 'attributes.height'] } })
   const ids = (await env.db.raw('SELECT id FROM objects WHERE tenant_id = ? ORDER BY random() LIMIT 1000', [city.tenantId])).rows.map((r: { id: string }) => r.id)
-  return { token, typeId: city.typeIds[0], ids, versions: new Map(ids.map((id: string) => [id, 1])), busy: new Set(), automation: await fixture(env) }
+  return { tenantId: city.tenantId, token, typeId: city.typeIds[0], ids, versions: new Map(ids.map((id: string) => [id, 1])), busy: new Set(), automation: await fixture(env) }
 }
+
+/** The soak's k-th place in the city. */
+const at = (k: number): [number, number] => [AREA.minX + (k % 397) / 397 * (AREA.maxX - AREA.minX), AREA.minY + (k % 251) / 251 * (AREA.maxY - AREA.minY)]
 
 /** The i-th call of `op`, resolving with its status; `ok` says which statuses are success. */
 function call (env: SoakBenchEnv, w: World, op: Op, i: number): Promise<number> {
   const send = (method: string, path: string, body?: unknown, headers?: string) => statusOf('soak', env.baseUrl, w.token, method, path, body, headers)
-  const at = (k: number): [number, number] => [AREA.minX + (k % 397) / 397 * (AREA.maxX - AREA.minX), AREA.minY + (k % 251) / 251 * (AREA.maxY - AREA.minY)]
   switch (op) {
     case 'get': return send('GET', `/v1/objects/${w.ids[(i * 7919) % w.ids.length]}`)
     case 'create': return send('POST', '/v1/objects', { typeId: w.typeId, attributes: { name: `soak ${i}`, height: i % 50 }, geometry: { type: 'Point', coordinates: at(i) } })
-    case 'update': return update(env, w, i)
+    case 'update': return update(w, i, (id, version) => send('PATCH', `/v1/objects/${id}`, { attributes: { name: `updated ${i}`, height: i % 40 } }, `If-Match: "${version}"\r\n`))
     case 'list': return send('GET', '/v1/objects?limit=100&sortBy=createdAt&sortOrder=desc')
     case 'query': {
       const [x, y] = at(i)
@@ -60,18 +68,37 @@ function call (env: SoakBenchEnv, w: World, op: Op, i: number): Promise<number> 
   }
 }
 
-/** A PATCH with If-Match of an object no other call of the soak is changing (a 409 would be the bench's fault). */
-async function update (env: SoakBenchEnv, w: World, i: number): Promise<number> {
+/**
+ * An update of an object no other call of the soak is changing, at the version the soak last saw
+ * (a 409 would be the bench's fault); `write` resolves with the answer's status.
+ */
+async function update (w: World, i: number, write: (id: string, version: number) => Promise<number>): Promise<number> {
   let id = w.ids[i % w.ids.length]
   for (let k = i; w.busy.has(id); k++) id = w.ids[k % w.ids.length]
   w.busy.add(id)
   try {
     const version = w.versions.get(id) ?? 1
-    const status = await statusOf('soak', env.baseUrl, w.token, 'PATCH', `/v1/objects/${id}`, { attributes: { name: `updated ${i}`, height: i % 40 } }, `If-Match: "${version}"\r\n`)
-    if (status === 200) w.versions.set(id, version + 1)
+    const status = await write(id, version)
+    if (ok(status)) w.versions.set(id, version + 1)
     return status
   } finally {
     w.busy.delete(id)
+  }
+}
+
+/** The i-th arrival of `op` against the HTTP floor: the raw statement for the same answer (bench/raw-sql.ts). */
+function floorCall (floor: string, w: World, op: Exclude<Op, 'automation'>, i: number): Promise<number> {
+  const get = (name: string, p: unknown[]) => statusOf('floor', floor, '', 'GET', `/${name}?p=${encodeURIComponent(JSON.stringify(p))}`)
+  const post = (name: string, p: unknown[]) => statusOf('floor', floor, '', 'POST', `/q/${name}`, p)
+  const actor = JSON.stringify({ sub: 'soak', roles: ['owner'] })
+  const [x, y] = at(i)
+  switch (op) {
+    case 'get': return get('q/get', [w.ids[(i * 7919) % w.ids.length], w.tenantId])
+    case 'create': return post('create', [randomUUID(), w.tenantId, w.typeId, JSON.stringify({ name: `soak ${i}`, height: i % 50 }), JSON.stringify({ type: 'Point', coordinates: [x, y] }), actor])
+    case 'update': return update(w, i, (id, version) => post('update', [id, w.tenantId, version, JSON.stringify({ name: `updated ${i}`, height: i % 40 }), actor]))
+    case 'list': return get('q/list-desc', [w.tenantId])
+    case 'query': return get('q/bbox', [w.tenantId, x, y, x + 0.01, y + 0.006])
+    case 'tile': return get('b/tile', [...tileAt(14, ...at(i * 31)), w.tenantId, w.typeId])
   }
 }
 
@@ -99,6 +126,26 @@ async function runsDrained (env: SoakBenchEnv, a: Fixture, ms: number): Promise<
     if (r.rows[0].n === 0 || Date.now() > deadline) return r.rows[0].n
     await new Promise(resolve => setTimeout(resolve, 200))
   }
+}
+
+/**
+ * The soak's arrivals at `rate` for FLOOR_SECONDS against the HTTP floor, in a process of its own
+ * as the API is; the worker has nothing to run meanwhile.
+ */
+async function floorLoop (env: SoakBenchEnv, w: World, rate: number): Promise<OpLog> {
+  const floor = await startFloor(env.databaseUrl)
+  const loop = async (seconds: number, log: OpLog) => await openLoop(rate, seconds, async i => {
+    const op = CYCLE[i % CYCLE.length]
+    // The automation ingress has no raw statement: its arrivals send nothing.
+    if (op !== 'automation') await log.time(op, () => floorCall(floor.baseUrl, w, op, i))
+  })
+  const log = new OpLog()
+  try {
+    // Untimed first, as the API's capacity loops were: its connections, plans and compiled code.
+    await loop(FLOOR_WARM_SECONDS, new OpLog())
+    await loop(FLOOR_SECONDS, log)
+  } finally { floor.stop() }
+  return log
 }
 
 /** Least-squares slope of (seconds, MB) samples, in MB per minute. */
@@ -168,20 +215,23 @@ export async function benchSoak (env: SoakBenchEnv, say: (line: string) => void)
       FROM automation_runs WHERE tenant_id = ? AND rule_id = ? AND queued_at >= ? GROUP BY status`, [w.automation.tenant, w.automation.ruleId, since])).rows as Array<{ status: string, n: number, p50: number | null, p99: number | null }>
     const failedRuns = runs.filter(r => r.status !== 'succeeded').reduce((n, r) => n + r.n, 0)
     const succeeded = runs.find(r => r.status === 'succeeded')
+    const floorLog = await floorLoop(env, w, rate)
 
     const calls = log.latencies().length
     say(`soak: ${calls} calls in ${took.toFixed(0)} s (${(calls / took).toFixed(0)}/s); load at the end ${loadAverage()}`)
     say('')
-    say('| operation | calls | p50 (ms) | p99 (ms) | p99 / p50 | goal | errors |')
-    say('|---|---:|---:|---:|---:|---:|---:|')
-    const line = (name: string, xs: number[], errors: number, goal = true) => {
-      const p50 = percentile(xs, 0.5)
-      const p99 = percentile(xs, 0.99)
-      say(`| ${name} | ${xs.length} | ${ms(p50)} | ${ms(p99)} | ${(p99 / p50).toFixed(1)} | ${goal ? `<= 3${p99 <= 3 * p50 ? '' : ' (missed)'}` : ''} | ${errors} |`)
+    say(`| operation | calls | p50 (ms) | p99 (ms) | p99 / p50 | goal | errors | HTTP floor p50 / p99 (ms), ${FLOOR_SECONDS} s | floor p99 / p50 |`)
+    say('|---|---:|---:|---:|---:|---:|---:|---:|---:|')
+    const line = (name: string, op?: Op, goal = true) => {
+      const [xs, fs] = [log.latencies(op), floorLog.latencies(op)]
+      const [p50, p99, f50, f99] = [percentile(xs, 0.5), percentile(xs, 0.99), percentile(fs, 0.5), percentile(fs, 0.99)]
+      const floor = fs.length === 0 ? '| none (no raw statement) | |' : `| ${ms(f50)} / ${ms(f99)} | ${(f99 / f50).toFixed(1)} |`
+      say(`| ${name} | ${xs.length} | ${ms(p50)} | ${ms(p99)} | ${(p99 / p50).toFixed(1)} | ${goal ? `<= 3${p99 <= 3 * p50 ? '' : ' (missed)'}` : ''} | ${log.count(s => !ok(s), op)} ${floor}`)
     }
-    for (const op of new Set(CYCLE)) line(op, log.latencies(op), log.count(s => !ok(s), op))
-    line('all (mixed operations: not held to the goal)', log.latencies(), log.count(s => !ok(s)), false)
-    if (succeeded !== undefined) say(`| automation run, queued -> effect committed | ${succeeded.n} | ${ms(succeeded.p50 ?? 0)} | ${ms(succeeded.p99 ?? 0)} | ${((succeeded.p99 ?? 0) / (succeeded.p50 ?? 1)).toFixed(1)} | | ${failedRuns} failed, ${unfinished} unfinished |`)
+    for (const op of new Set(CYCLE)) line(op, op)
+    line('all (mixed operations: not held to the goal)', undefined, false)
+    if (succeeded !== undefined) say(`| automation run, queued -> effect committed | ${succeeded.n} | ${ms(succeeded.p50 ?? 0)} | ${ms(succeeded.p99 ?? 0)} | ${((succeeded.p99 ?? 0) / (succeeded.p50 ?? 1)).toFixed(1)} | | ${failedRuns} failed, ${unfinished} unfinished | | |`)
+    if (floorLog.count(s => !ok(s)) > 0) say(`soak: the HTTP floor answered ${floorLog.names().map(op => `${op} ${floorLog.statusLine(op)}`).join('; ')}`)
     say('')
     say(`| process | RSS first (MB) | RSS last (MB) | min / max (MB) | slope over the second half (MB/min) | goal |`)
     say('|---|---:|---:|---:|---:|---:|')
