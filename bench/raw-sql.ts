@@ -106,15 +106,17 @@ export const DWITHIN_SQL = 'ST_DWithin(o.geom::geography, ST_SetSRID(ST_MakePoin
 // It runs as the service's does: a named prepared statement (planned once per connection) read
 // in PostgreSQL's binary result format (lib/fenced/pg.ts), so both sides differ only by what the API
 // adds: HTTP, the guards, the plan and cache key, the pool. The HTTP floor serves it too (`/b/tile`).
-export const TILE_SQL = `
+// `byType`: a layer of one type ($5); without, of all the tenant's objects (`/b/tile-all`).
+const tileSql = (byType: boolean) => `
   WITH env AS MATERIALIZED (SELECT ST_TileEnvelope($1, $2, $3) AS m),
   box AS MATERIALIZED (SELECT env.m, ST_Expand(g, (ST_XMax(g) - ST_XMin(g)) * 64 / 4096.0) AS g FROM env, LATERAL (SELECT ST_Transform(env.m, 4326) AS g) l)
   SELECT ST_AsMVT(t, 'cold', 4096, 'geom') AS tile FROM (
     SELECT ST_AsMVTGeom(ST_Transform(o.geom, 3857), box.m, 4096, 64, true) AS geom, o.id::text AS id, o.type_id::text AS "typeId",
       o.public_id AS "publicId", o.workflow_state AS "workflowState",
       jsonb_strip_nulls(jsonb_build_object('attributes.name', o.attributes -> 'name', 'attributes.height', o.attributes -> 'height')) AS attrs
-    FROM objects o, box WHERE o.tenant_id = $4 AND o.deleted_at IS NULL AND o.type_id = $5 AND o.geom && box.g
+    FROM objects o, box WHERE o.tenant_id = $4 AND o.deleted_at IS NULL${byType ? ' AND o.type_id = $5' : ''} AND o.geom && box.g
   ) t WHERE t.geom IS NOT NULL`
+export const TILE_SQL = tileSql(true)
 
 /** The statements the HTTP floor serves, by the name its URL carries. */
 export const FLOOR_STATEMENTS: Record<string, string> = {
@@ -130,5 +132,6 @@ export const FLOOR_STATEMENTS: Record<string, string> = {
 
 /** The statements the HTTP floor serves as bytes (a one-column bytea read in binary, lib/fenced/pg.ts), by name. */
 export const FLOOR_BYTES_STATEMENTS: Record<string, string> = {
-  tile: TILE_SQL
+  tile: TILE_SQL,
+  'tile-all': tileSql(false)
 }

@@ -98,7 +98,7 @@ function floorCall (floor: string, w: World, op: Exclude<Op, 'automation'>, i: n
     case 'update': return update(w, i, (id, version) => post('update', [id, w.tenantId, version, JSON.stringify({ name: `updated ${i}`, height: i % 40 }), actor]))
     case 'list': return get('q/list-desc', [w.tenantId])
     case 'query': return get('q/bbox', [w.tenantId, x, y, x + 0.01, y + 0.006])
-    case 'tile': return get('b/tile', [...tileAt(14, ...at(i * 31)), w.tenantId, w.typeId])
+    case 'tile': return get('b/tile-all', [...tileAt(14, ...at(i * 31)), w.tenantId])
   }
 }
 
