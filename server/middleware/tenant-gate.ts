@@ -35,9 +35,9 @@ export function tenantGate (opts: TenantGateOptions): (req: RouteRequest) => Pro
       next.resolve()
     } else if (--lane.active === 0) lanes.delete(tenant)
   }
-  // Idempotent: exchange calls it once the answer is written, and again if writing threw. A
-  // request may hold a slot of each gate it passed (a rendering: the tenant's, then the heavy
-  // lane): each release gives back its own and calls the one held before it.
+  // Idempotent: exchange calls it once the answer is written, and again if writing threw. Each
+  // release gives back its own slot and calls whatever was held before it (the routes hold one
+  // gate's slot at a time: a rendering trades the tenant's for the heavy lane's, http/guards.ts).
   const releaser = (tenant: string, lane: Lane, held: (() => void) | undefined): () => void => {
     let holding = true
     return () => { if (holding) { holding = false; release(tenant, lane) } held?.() }
