@@ -126,9 +126,13 @@ describe('query-DSL runs are bounded', { timeout: 120_000 }, () => {
 
   it('counts a GraphQL document\'s budget from its first costly statement, not from its wait for the heavy lane', async () => {
     // Three heavy runs ahead of it hold the tenant's one heavy slot in turn, 100 ms and more each.
+    // The document itself reads one object by id: far inside its 100 ms on either engine.
+    const id = (await bounded.db.raw('SELECT id::text FROM objects WHERE tenant_id = ? LIMIT 1', [tenant])).rows[0].id
     const ahead = Array.from({ length: 3 }, () => viewer.post('/v1/queries/objects/run', heavy))
     await new Promise(resolve => setTimeout(resolve, 20))
-    const answer = await timed(() => viewer.post('/v1/graphql', { query: '{ queryObjects(query: {limit: 1}) { items { id } } }' }))
+    const answer = await timed(() => viewer.post('/v1/graphql', {
+      query: 'query ($id: JSON) { queryObjects(query: { filters: [{ field: "id", operator: "eq", value: $id }] }) { items { id } } }', variables: { id }
+    }))
     assert.deepEqual((await Promise.all(ahead)).map(r => r.status), [503, 503, 503])
     assert.ok(answer.ms >= 250, `the document waited only ${Math.round(answer.ms)} ms: it did not queue behind the runs`)
     assert.equal(answer.res.status, 200, answer.res.text)
