@@ -86,16 +86,18 @@ async function update (w: World, i: number, write: (id: string, version: number)
   }
 }
 
+// The floor's writes name this actor, as the API's name the token's subject.
+const FLOOR_ACTOR = JSON.stringify({ sub: 'soak', roles: ['owner'] })
+
 /** The i-th arrival of `op` against the HTTP floor: the raw statement for the same answer (bench/raw-sql.ts). */
 function floorCall (floor: string, w: World, op: Exclude<Op, 'automation'>, i: number): Promise<number> {
   const get = (name: string, p: unknown[]) => statusOf('floor', floor, '', 'GET', `/${name}?p=${encodeURIComponent(JSON.stringify(p))}`)
   const post = (name: string, p: unknown[]) => statusOf('floor', floor, '', 'POST', `/q/${name}`, p)
-  const actor = JSON.stringify({ sub: 'soak', roles: ['owner'] })
   const [x, y] = at(i)
   switch (op) {
     case 'get': return get('q/get', [w.ids[(i * 7919) % w.ids.length], w.tenantId])
-    case 'create': return post('create', [randomUUID(), w.tenantId, w.typeId, JSON.stringify({ name: `soak ${i}`, height: i % 50 }), JSON.stringify({ type: 'Point', coordinates: [x, y] }), actor])
-    case 'update': return update(w, i, (id, version) => post('update', [id, w.tenantId, version, JSON.stringify({ name: `updated ${i}`, height: i % 40 }), actor]))
+    case 'create': return post('create', [randomUUID(), w.tenantId, w.typeId, JSON.stringify({ name: `soak ${i}`, height: i % 50 }), JSON.stringify({ type: 'Point', coordinates: [x, y] }), FLOOR_ACTOR])
+    case 'update': return update(w, i, (id, version) => post('update', [id, w.tenantId, version, JSON.stringify({ name: `updated ${i}`, height: i % 40 }), FLOOR_ACTOR]))
     case 'list': return get('q/list-desc', [w.tenantId])
     case 'query': return get('q/bbox', [w.tenantId, x, y, x + 0.01, y + 0.006])
     case 'tile': return get('b/tile-all', [...tileAt(14, ...at(i * 31)), w.tenantId])

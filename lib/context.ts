@@ -86,8 +86,8 @@ export interface ServiceContext {
    * slot of the tenant's heavy lane (TENANT_MAX_CONCURRENT_HEAVY_REQUESTS) when the rendering
    * starts (lib/layers `cached`, on a miss), in place of the tenant's general slot, and holds it
    * until the answer is written; later calls return the same wait. An answer from the render
-   * cache, a 304 or a refused parameter takes no heavy slot. Absent: no lane to enter here (jobs, light routes,
-   * and heavy requests that entered theirs before anything else).
+   * cache, a 304 or a refused parameter takes no heavy slot. Absent: no lane to enter here (jobs,
+   * light routes, and heavy requests that entered theirs before anything else).
    */
   heavyLane?: () => Promise<void> | undefined
 }
