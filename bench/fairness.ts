@@ -1,8 +1,10 @@
+import { monitorEventLoopDelay } from 'node:perf_hooks'
 import type { Db } from '../lib/db.js'
-import { AREA, insertObjects, seedCity, tileAt } from './city.js'
+import { AREA, insertObjects, seedCity } from './city.js'
+import { floodKinds, startFlood, type FloodKind, type Flooder } from './flood.js'
 import { OpLog, benchTenant, http, leanRequest, loadAverage, openLoop, percentile, statusOf } from './support.js'
 
-// Per-tenant fairness (issue 35 point 1; docs/behaviour.md "Platform"): while one tenant floods
+// Per-tenant fairness (issue 35 point 1; docs/behaviour.md "Per-tenant fairness"): while one tenant floods
 // the most expensive requests a viewer's token can build, another tenant's get, create and list
 // keep their quiet p99 within 2x, with no 5xx, and readiness stays 200. The API is the one
 // bench/run.ts started, with the default fairness settings (README "Configuration").
@@ -15,6 +17,9 @@ export interface FairnessBenchEnv {
 }
 
 const SECONDS = Number(process.env.BENCH_FLOOD_SECONDS ?? 60)
+// Each condition's SECONDS in this many phases, alone and flooded in turn: the machine's speed
+// drifts over minutes, and both conditions then see the same drift.
+const ALTERNATIONS = Number(process.env.BENCH_FLOOD_ALTERNATIONS ?? 3)
 // 48 in flight: the tenant's 8 slots and 40 in its queue (64 places), so every 429 is a request
 // that waited TENANT_QUEUE_TIMEOUT_MS, not one refused at once in a loop that only burns CPU.
 const LOOPS = Number(process.env.BENCH_FLOOD_LOOPS ?? 48)
@@ -39,22 +44,6 @@ const FLOOD_TYPE = {
   geometry: { required: false, types: ['Polygon'] }
 }
 
-/** The most text filters a query may hold (20), none matching: each a LIKE over every row's long note. */
-const HEAVY_QUERY = {
-  filters: [{ operator: 'or', filters: Array.from({ length: 20 }, (_, i) => ({ field: 'attributes.note', operator: 'contains', value: `zq${i}`.repeat(1000) })) }],
-  sorts: [{ field: 'attributes.note', order: 'desc' }],
-  aggregations: [{ field: '*', function: 'count' }],
-  limit: 1000
-}
-
-/** A closed ring of `n` positions around a centre. */
-function circle (n: number, [x, y]: [number, number], r: number): number[][] {
-  const ring = Array.from({ length: n }, (_, i) => [x + r * Math.cos(2 * Math.PI * i / n), y + r * Math.sin(2 * Math.PI * i / n) * 0.6])
-  return [...ring, ring[0]]
-}
-
-interface Flooder { tenant: string, token: string, typeId: string }
-
 /** The flooding tenant: OBJECTS polygons with 960-character notes, seeded by SQL, and a layer of them with its cache off. */
 async function seedFlooder (env: FairnessBenchEnv): Promise<Flooder & { seedMs: number }> {
   const tenant = benchTenant('flood')
@@ -68,49 +57,7 @@ async function seedFlooder (env: FairnessBenchEnv): Promise<Flooder & { seedMs: 
   const seedMs = Date.now() - t0
   // Cache off: every tile and export is rendered by the database again.
   await http(env, owner, 'POST', '/v1/layers/definitions', { name: SLUG, slug: SLUG, cacheTtlSeconds: 0, definition: { filters: { typeId: type.id }, fields: ['attributes.name', 'attributes.note'] } })
-  return { tenant, token: env.tokenFor(tenant, ['viewer']), typeId: type.id, seedMs }
-}
-
-interface FloodKind { key: string, name: string, call: () => Promise<number> }
-
-/** The flood's requests, each as heavy as a viewer may make it; every one resolves with its status. */
-function floodKinds (env: FairnessBenchEnv, f: Flooder): FloodKind[] {
-  const centre: [number, number] = [(AREA.minX + AREA.maxX) / 2, (AREA.minY + AREA.maxY) / 2]
-  // Bodies serialized once: the load generator shares the two cores with the API.
-  const query = Buffer.from(JSON.stringify(HEAVY_QUERY))
-  // 20 root fields (GRAPHQL_MAX_ROOT_FIELDS), each the heavy query: they run at once.
-  const graphql = Buffer.from(JSON.stringify({
-    query: `query ($q: ObjectQuery) { ${Array.from({ length: 20 }, (_, i) => `q${i}: queryObjects(query: $q) { items { id attributes geometry } pagination { total } }`).join(' ')} }`,
-    variables: { q: { ...HEAVY_QUERY, limit: 100 } }
-  }))
-  // Close to MAX_BODY_BYTES (1 MiB): 30,000 distinct items under uniqueItems and a pattern, and a
-  // polygon of 4,000 positions for the PostGIS check.
-  const validate = Buffer.from(JSON.stringify({
-    attributes: { name: 'x', note: 'y'.repeat(4000), parts: Array.from({ length: 30_000 }, (_, i) => ({ a: i, b: `p${i}` })) },
-    geometry: { type: 'Polygon', coordinates: [circle(4000, centre, 0.05)] }
-  }))
-  let tile = 0
-  let page = 0
-  const send = (method: string, path: string, body?: Buffer) => statusOf('flood', env.baseUrl, f.token, method, path, body)
-  const kinds: FloodKind[] = [
-    { key: 'query', name: 'query run, 20 text filters', call: () => send('POST', '/v1/queries/objects/run', query) },
-    { key: 'geojson', name: 'GeoJSON page of 10,000', call: () => send('GET', `/v1/layers/objects?layer=${SLUG}&limit=10000&offset=${10_000 * (page++ % Math.max(1, Math.floor(OBJECTS / 10_000)))}`) },
-    { key: 'ndjson', name: 'NDJSON whole layer', call: () => streamed(env, f.token, `/v1/layers/objects/stream?layer=${SLUG}`) },
-    // Zooms 0 to 8 over the area: each holds every polygon; no cache to hit.
-    { key: 'tile', name: 'tile z0-z8, cache off', call: () => send('GET', `/v1/layers/tiles/${SLUG}/${tileAt(tile++ % 9, ...centre).join('/')}.mvt`) },
-    { key: 'validate', name: 'validate, ~1 MB body', call: () => send('POST', `/v1/object-types/${f.typeId}/validate`, validate) },
-    { key: 'graphql', name: 'GraphQL, 20 heavy root fields', call: () => send('POST', '/v1/graphql', graphql) }
-  ]
-  // BENCH_FLOOD_KINDS=graphql,validate floods with those alone (to see which one a miss comes from).
-  const only = (process.env.BENCH_FLOOD_KINDS ?? '').split(',').map(k => k.trim()).filter(Boolean)
-  return only.length === 0 ? kinds : kinds.filter(k => only.includes(k.key))
-}
-
-/** An NDJSON export read to its end and dropped (the lean client would hold all of it). */
-async function streamed (env: FairnessBenchEnv, token: string, path: string): Promise<number> {
-  const r = await fetch(env.baseUrl + path, { headers: { Authorization: `Bearer ${token}` } })
-  if (r.body !== null) for await (const _ of r.body) { /* dropped */ }
-  return r.status
+  return { token: env.tokenFor(tenant, ['viewer']), typeId: type.id, slug: SLUG, objects: OBJECTS, seedMs }
 }
 
 /** Each kind once, alone: a refused request (4xx) would flood nothing. 503 is a statement cut by its bound. */
@@ -146,8 +93,12 @@ function quietLoad (env: FairnessBenchEnv, q: Quiet, seconds: number, log: OpLog
   })
 }
 
-/** What the API's /metrics says of its pool and event loop, the most over a phase. */
-interface Strain { poolWaiting: number, loopLagMs: number }
+/**
+ * What strained the API over a condition's phases, the most seen: requests waiting for a database
+ * connection and its event loop's longest delay (its /metrics), and this process's own longest
+ * event-loop delay (a timing client that stalls would stretch the latencies it reads).
+ */
+interface Strain { poolWaiting: number, loopLagMs: number, clientLagMs: number }
 
 /**
  * GET /v1/health/ready and /metrics every 200 ms until `done`: readiness statuses (0: no answer
@@ -175,17 +126,22 @@ async function watch (env: FairnessBenchEnv, done: () => boolean, log: OpLog, st
   ])
 }
 
-/** A phase: the quiet tenant's load and the readiness poll, with the flood running or not. */
-async function phase (env: FairnessBenchEnv, q: Quiet, seconds: number): Promise<{ quiet: OpLog, ready: OpLog, strain: Strain }> {
-  const quiet = new OpLog()
-  const ready = new OpLog()
-  const strain = { poolWaiting: 0, loopLagMs: 0 }
+/** One condition's phases: the quiet tenant's calls, the readiness polls and the strain. */
+interface Condition { quiet: OpLog, ready: OpLog, strain: Strain }
+
+const condition = (): Condition => ({ quiet: new OpLog(), ready: new OpLog(), strain: { poolWaiting: 0, loopLagMs: 0, clientLagMs: 0 } })
+
+/** A phase: the quiet tenant's load and the readiness poll, with the flood running or not, into `c`. */
+async function phase (env: FairnessBenchEnv, q: Quiet, seconds: number, c: Condition): Promise<void> {
   let done = false
-  const watching = watch(env, () => done, ready, strain)
-  await quietLoad(env, q, seconds, quiet)
+  const lag = monitorEventLoopDelay({ resolution: 10 })
+  lag.enable()
+  const watching = watch(env, () => done, c.ready, c.strain)
+  await quietLoad(env, q, seconds, c.quiet)
   done = true
   await watching
-  return { quiet, ready, strain }
+  lag.disable()
+  c.strain.clientLagMs = Math.max(c.strain.clientLagMs, lag.max / 1e6)
 }
 
 const ms = (v: number) => v < 10 ? v.toFixed(1) : v.toFixed(0)
@@ -198,36 +154,37 @@ export async function benchFairness (env: FairnessBenchEnv, say: (line: string) 
   const ids = (await env.db.raw('SELECT id FROM objects WHERE tenant_id = ? ORDER BY random() LIMIT 500', [city.tenantId])).rows.map((r: { id: string }) => r.id)
   const q: Quiet = { token: quietToken, ids, typeId: city.typeIds[0] }
   say(`fairness: flooding tenant ${OBJECTS} polygons (33 positions, a 960-character note each) seeded in ${flooder.seedMs} ms; quiet tenant ${city.count} points; ${SECONDS} s per phase`)
-  const kinds = floodKinds(env, flooder)
+  const kinds = floodKinds(env.baseUrl, flooder)
   await preflight(env, flooder, kinds, say)
 
   // Untimed first: a fresh path compiles over its first calls.
   await quietLoad(env, q, 3, new OpLog())
-  say(`  quiet phase: the quiet tenant alone at ${QUIET_RATE} requests/s (get, create, get, list); load ${loadAverage()}`)
-  const alone = await phase(env, q, SECONDS)
-
-  const flood = new OpLog()
-  let stop = false
-  let next = 0
-  const t0 = performance.now()
-  const loops = Promise.all(Array.from({ length: LOOPS }, async () => {
-    while (!stop) {
-      const k = kinds[next++ % kinds.length]
-      await flood.time(k.name, k.call)
+  const flood = await startFlood({ baseUrl: env.baseUrl, flooder, loops: LOOPS })
+  const allFlood = new OpLog()
+  const alone = condition()
+  const flooded = condition()
+  const each = SECONDS / ALTERNATIONS
+  say(`  ${ALTERNATIONS} times: the quiet tenant alone at ${QUIET_RATE} requests/s (get, create, get, list) for ${each} s, then the same beside ${LOOPS} loops of the flooder's viewer (a process of its own) for ${each} s; load ${loadAverage()}`)
+  let floodSeconds = 0
+  let floodLoad = ''
+  try {
+    for (let round = 0; round < ALTERNATIONS; round++) {
+      await phase(env, q, each, alone)
+      const t0 = performance.now()
+      flood.resume()
+      // The flood first fills the tenant's slots and queue; the quiet tenant is measured after that.
+      await new Promise(resolve => setTimeout(resolve, 3000))
+      await phase(env, q, each, flooded)
+      floodLoad = loadAverage()
+      // Its requests in flight answer (the queued ones after up to TENANT_QUEUE_TIMEOUT_MS) before the next quiet phase.
+      for (const [name, took, status] of await flood.pause()) allFlood.add(name, took, status)
+      floodSeconds += (performance.now() - t0) / 1000
     }
-  }))
-  // The flood first fills the tenant's slots and queue; the quiet tenant is measured after that.
-  await new Promise(resolve => setTimeout(resolve, 3000))
-  say(`  flood phase: ${LOOPS} loops of the flooder's viewer, the quiet tenant as before; load ${loadAverage()}`)
-  const flooded = await phase(env, q, SECONDS)
-  stop = true
-  const floodLoad = loadAverage()
-  await loops
-  const floodSeconds = (performance.now() - t0) / 1000
+  } finally { flood.stop() }
 
-  const total = flood.latencies().length
-  say(`  flooder: ${total} answers in ${floodSeconds.toFixed(0)} s (${(total / floodSeconds).toFixed(1)}/s; 429 and 503 expected); load at the end ${floodLoad}`)
-  for (const k of kinds) say(`    ${k.name.padEnd(30)} p50 ${ms(percentile(flood.latencies(k.name), 0.5))} ms; ${flood.statusLine(k.name)}`)
+  const total = allFlood.latencies().length
+  say(`  flooder: ${total} answers in ${floodSeconds.toFixed(0)} s of flooding (${(total / floodSeconds).toFixed(1)}/s; 429 and 503 expected); load at the end of its last phase ${floodLoad}`)
+  for (const k of kinds) say(`    ${k.name.padEnd(30)} p50 ${ms(percentile(allFlood.latencies(k.name), 0.5))} ms; ${allFlood.statusLine(k.name)}`)
   say('')
   say('| quiet tenant | alone p50 (ms) | alone p99 (ms) | flood p50 (ms) | flood p99 (ms) | p99 flood / alone | goal |')
   say('|---|---:|---:|---:|---:|---:|---:|')
@@ -241,7 +198,7 @@ export async function benchFairness (env: FairnessBenchEnv, say: (line: string) 
   const notReady = flooded.ready.count(s => s !== 200)
   say(`| quiet tenant 5xx or no answer under flood (other non-2xx) | ${alone.quiet.count(s => s >= 500 || s === 0)} | | ${fivexx} (${flooded.quiet.count(non2xx) - fivexx}) | | | 0${fivexx === 0 ? '' : ' (missed)'} |`)
   say(`| readiness not 200 (of polls) | ${alone.ready.count(s => s !== 200)} of ${alone.ready.latencies().length} | | ${notReady} of ${flooded.ready.latencies().length} | | | 0${notReady === 0 ? '' : ' (missed)'} |`)
-  for (const [name, p] of [['alone', alone], ['flood', flooded]] as const) {
-    say(`API during the ${name} phase: at most ${p.strain.poolWaiting} requests waiting for a database connection; longest event-loop delay ${p.strain.loopLagMs.toFixed(0)} ms`)
+  for (const [name, c] of [['alone', alone], ['flood', flooded]] as const) {
+    say(`${name}: at most ${c.strain.poolWaiting} requests waiting for a database connection; the API's longest event-loop delay ${c.strain.loopLagMs.toFixed(0)} ms, the bench's ${c.strain.clientLagMs.toFixed(0)} ms`)
   }
 }

@@ -379,11 +379,16 @@ export class OpLog {
     const t0 = performance.now()
     let status = 0
     try { status = await call() } catch { /* no answer: status 0 */ }
+    this.add(op, performance.now() - t0, status)
+    return status
+  }
+
+  /** One answer of `op`, timed elsewhere. */
+  add (op: string, ms: number, status: number): void {
     let o = this.ops.get(op)
     if (o === undefined) this.ops.set(op, o = { ms: [], statuses: new Map() })
-    o.ms.push(performance.now() - t0)
+    o.ms.push(ms)
     o.statuses.set(status, (o.statuses.get(status) ?? 0) + 1)
-    return status
   }
 
   names (): string[] { return [...this.ops.keys()] }

@@ -10,46 +10,113 @@ export interface TenantGateOptions {
   maxWaitMs: number
   /** What the refusal names: 'requests', or 'heavy requests' for the lane of requests whose cost the caller chooses. */
   kind?: string
+  /**
+   * Slots beyond `maxConcurrent` paid for by time (the heavy lane): up to `slots` at once while
+   * the tenant's credit covers what its requests in flight will take. Absent: no widening.
+   */
+  burst?: { slots: number, creditMs: number }
 }
 
 interface Waiter { req: RouteRequest, resolve: () => void, timer: NodeJS.Timeout }
-/** One tenant's slots in this process: how many are taken, and who waits for one, oldest first. */
-interface Lane { active: number, queue: Waiter[] }
 
 /**
- * Per-tenant fairness (docs/behaviour.md "Platform"): a tenant has at most `maxConcurrent`
- * requests in flight in this process, from its token's check until its answer is written (a
- * stream's last byte), so one tenant's slow requests cannot hold every connection of the shared
- * pool. The others wait in the tenant's own FIFO queue, bounded in length and in time; beyond
- * either, 429 RATE_LIMITED with Retry-After. Under the limit it costs a Map lookup and a counter.
+ * One tenant's slots in this process: how many are taken, and who waits for one, oldest first.
+ * With a burst, also its time credit in ms (at most `creditMs`, below 0 when it owes), when that
+ * was last brought up to date, what one of its requests holds a slot for (a moving average), the
+ * start of each request holding one, and when it last released one.
+ */
+interface Lane { active: number, queue: Waiter[], credit: number, at: number, estimate: number, started: Set<{ at: number }>, used: number }
+
+// How fast the estimate follows a tenant's requests, and how long an idle tenant's lane is kept.
+const FOLLOW = 0.25
+const FORGET_MS = 30_000
+
+/**
+ * Per-tenant fairness (docs/behaviour.md "Per-tenant fairness"): a tenant has at most
+ * `maxConcurrent` requests in flight in this process, from its token's check until its answer is
+ * written (a stream's last byte), so one tenant's slow requests cannot hold every connection of the
+ * shared pool. The others wait in the tenant's own FIFO queue, bounded in length and in time;
+ * beyond either, 429 RATE_LIMITED with Retry-After. Under the limit it costs a Map lookup and a
+ * counter.
+ *
+ * With `burst`, the lane charges by time: it earns credit at `maxConcurrent` ms per ms, up to
+ * `creditMs`, and each request pays the time it held a slot. While the credit covers the slots in
+ * use (each counted at the longer of its time so far and the tenant's usual time) and one more,
+ * a request is let in beside the others, up to `burst.slots`. A tenant whose requests are short
+ * runs a few at once and never queues behind its own; one whose requests are long owes time after
+ * its first long one and is held to `maxConcurrent`, since a lane kept busy earns only what it
+ * spends. A tenant starts owing nothing and with no credit, its usual time the whole credit, so
+ * it is let wider only once its requests have shown to be short.
  */
 export function tenantGate (opts: TenantGateOptions): (req: RouteRequest) => Promise<void> | undefined {
   const lanes = new Map<string, Lane>()
+  const burst = opts.burst !== undefined && opts.burst.slots > opts.maxConcurrent ? opts.burst : null
+  let swept = 0
 
-  // Hands the slot to the oldest waiter, or frees it; an idle tenant leaves no entry behind.
-  const release = (tenant: string, lane: Lane): void => {
-    const next = lane.queue.shift()
-    if (next !== undefined) {
+  const refill = (lane: Lane, now: number): void => {
+    if (burst === null) return
+    lane.credit = Math.min(burst.creditMs, lane.credit + (now - lane.at) * opts.maxConcurrent)
+    lane.at = now
+  }
+  const admits = (lane: Lane, now: number): boolean => {
+    if (lane.active < opts.maxConcurrent) return true
+    if (burst === null || lane.active >= burst.slots) return false
+    refill(lane, now)
+    let owed = lane.estimate
+    for (const s of lane.started) owed += Math.max(now - s.at, lane.estimate)
+    return lane.credit > owed
+  }
+  const take = (tenant: string, lane: Lane, req: RouteRequest, now: number): void => {
+    lane.active++
+    const slot = { at: now }
+    lane.started.add(slot)
+    req.state.release = releaser(tenant, lane, slot, req.state.release)
+  }
+  // Gives back a slot and lets in whoever now fits, oldest first. Without a burst an idle tenant
+  // leaves no entry behind; with one, its entry is kept (what it owes is not forgotten) until the
+  // sweep finds it idle for FORGET_MS and out of debt.
+  const release = (tenant: string, lane: Lane, slot: { at: number }): void => {
+    const now = performance.now()
+    lane.active--
+    lane.started.delete(slot)
+    if (burst !== null) {
+      refill(lane, now)
+      lane.credit -= now - slot.at
+      lane.estimate += FOLLOW * (now - slot.at - lane.estimate)
+      lane.used = now
+    }
+    while (lane.queue.length > 0 && admits(lane, now)) {
+      const next = lane.queue.shift()!
       clearTimeout(next.timer)
-      next.req.state.release = releaser(tenant, lane, next.req.state.release)
+      take(tenant, lane, next.req, now)
       next.resolve()
-    } else if (--lane.active === 0) lanes.delete(tenant)
+    }
+    if (burst === null && lane.active === 0) lanes.delete(tenant)
+  }
+  const sweep = (now: number): void => {
+    if (burst === null || now - swept < FORGET_MS) return
+    swept = now
+    for (const [tenant, lane] of lanes) {
+      refill(lane, now)
+      if (lane.active === 0 && now - lane.used > FORGET_MS && lane.credit >= 0) lanes.delete(tenant)
+    }
   }
   // Idempotent: exchange calls it once the answer is written, and again if writing threw. Each
   // release gives back its own slot and calls whatever was held before it (the routes hold one
   // gate's slot at a time: a rendering trades the tenant's for the heavy lane's, http/guards.ts).
-  const releaser = (tenant: string, lane: Lane, held: (() => void) | undefined): () => void => {
+  const releaser = (tenant: string, lane: Lane, slot: { at: number }, held: (() => void) | undefined): () => void => {
     let holding = true
-    return () => { if (holding) { holding = false; release(tenant, lane) } held?.() }
+    return () => { if (holding) { holding = false; release(tenant, lane, slot) } held?.() }
   }
 
   return req => {
     const tenant = req.service.tenantId
+    const now = performance.now()
+    sweep(now)
     let lane = lanes.get(tenant)
-    if (lane === undefined) lanes.set(tenant, lane = { active: 0, queue: [] })
-    if (lane.active < opts.maxConcurrent) {
-      lane.active++
-      req.state.release = releaser(tenant, lane, req.state.release)
+    if (lane === undefined) lanes.set(tenant, lane = { active: 0, queue: [], credit: 0, at: now, estimate: burst?.creditMs ?? 0, started: new Set(), used: now })
+    if (lane.queue.length === 0 && admits(lane, now)) {
+      take(tenant, lane, req, now)
       return undefined
     }
     if (lane.queue.length >= opts.maxQueued) throw busy(req, opts, 'queue is full')

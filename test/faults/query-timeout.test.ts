@@ -1,3 +1,4 @@
+import http from 'node:http'
 import { describe, it, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { newTenant, publishedType, startServer, type Client, type TestServer } from '../support/harness.js'
@@ -16,6 +17,18 @@ const heavy = {
   limit: 10
 }
 
+/** The tenant's NDJSON export with its reader paused after the first bytes: it holds a heavy slot until cut. */
+function heldExport (base: string, token: string): Promise<() => void> {
+  return new Promise((resolve, reject) => {
+    const req = http.get(`${base}/v1/layers/objects/stream`, { headers: { Authorization: `Bearer ${token}` } }, res => {
+      if (res.statusCode !== 200) { reject(new Error(`the export answered ${res.statusCode}`)); res.resume(); return }
+      res.once('data', () => { res.pause(); resolve(() => { req.destroy() }) })
+    })
+    req.on('error', () => {})
+  })
+}
+
+const sleep = (ms: number) => new Promise(resolve => setTimeout(resolve, ms))
 
 describe('query-DSL runs are bounded', { timeout: 120_000 }, () => {
   let bounded: TestServer
@@ -91,6 +104,36 @@ describe('query-DSL runs are bounded', { timeout: 120_000 }, () => {
       assert.deepEqual(all.map(r => r.status), [200, 200, 200], all.map(r => r.text).join('\n'))
       assert.deepEqual(done.slice(0, 1), ['get'], `answered in the order ${done.join(', ')}`)
     } finally { await lane.close() }
+  })
+
+  it('lets a tenant whose heavy requests are short run them side by side, and holds one that owes time to its one slot', async () => {
+    const lane = await startServer({ QUERY_STATEMENT_TIMEOUT_MS: '0', TENANT_MAX_CONCURRENT_HEAVY_REQUESTS: '1', TENANT_HEAVY_BURST_REQUESTS: '4', TENANT_HEAVY_CREDIT_MS: '500', TENANT_MAX_QUEUED_REQUESTS: '0' })
+    const cuts: Array<() => void> = []
+    const held = async () => { cuts.push(await heldExport(lane.base, viewer.token)) }
+    try {
+      const short = () => lane.request('POST', '/v1/queries/objects/run', { token: viewer.token, body: { limit: 1 } })
+      // New to this process: no credit, so nothing passes beside a held export.
+      await held()
+      const untrusted = await short()
+      assert.equal(untrusted.status, 429, untrusted.text)
+      assert.equal(untrusted.body.error.details.reason, 'tenant concurrency (heavy requests)')
+      cuts.pop()!()
+      // Once the cut export's slot is back, short runs teach the lane what this tenant's take, and
+      // a pause earns the credit.
+      for (let i = 0; i < 50 && (await short()).status === 429; i++) await sleep(20)
+      for (let i = 0; i < 12; i++) assert.equal((await short()).status, 200)
+      await sleep(600)
+      await held()
+      const beside = await short()
+      assert.equal(beside.status, 200, `a short run beside the export: ${beside.text}`)
+      // Held past the whole credit, the export is owed more than the tenant has: one slot again.
+      await sleep(600)
+      const owed = await short()
+      assert.equal(owed.status, 429, owed.text)
+    } finally {
+      for (const cut of cuts) cut()
+      await lane.close()
+    }
   })
 
   it('refuses a query with more than 20 text filters (400 naming the filter), before any SQL', async () => {

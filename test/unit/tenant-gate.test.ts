@@ -38,4 +38,29 @@ describe('tenantGate', () => {
     await assert.rejects(waiting, (e: any) => e.code === 'RATE_LIMITED')
     assert.equal(queued.state.release, undefined, 'a refused request holds no slot')
   })
+
+  it('with a burst, gives a tenant whose requests are short more slots, and one that owes time only its own', async () => {
+    const gate = tenantGate({ maxConcurrent: 1, maxQueued: 0, maxWaitMs: 1000, burst: { slots: 3, creditMs: 200 } })
+    const hold = () => { const r = request('t'); const admitted = gate(r) === undefined; return { admitted, release: () => r.state.release?.() } }
+    const refused = (e: any) => e.code === 'RATE_LIMITED'
+    // New to the gate: no credit yet, and its usual time taken to be the whole credit.
+    const first = hold()
+    assert.ok(first.admitted)
+    assert.throws(() => gate(request('t')), refused)
+    first.release()
+    // Twenty requests that take no time, then a pause that earns the credit back.
+    for (let i = 0; i < 20; i++) hold().release()
+    await new Promise(resolve => setTimeout(resolve, 250))
+    const three = [hold(), hold(), hold()]
+    assert.deepEqual(three.map(h => h.admitted), [true, true, true])
+    assert.throws(() => gate(request('t')), refused, 'no more than the burst\'s slots')
+    // Each held 300 ms, three times the credit between them: the tenant owes, and has one slot.
+    await new Promise(resolve => setTimeout(resolve, 300))
+    for (const h of three) h.release()
+    const one = hold()
+    assert.ok(one.admitted)
+    assert.throws(() => gate(request('t')), refused)
+    assert.equal(gate(request('other')), undefined, 'another tenant is not held up')
+    one.release()
+  })
 })
