@@ -153,7 +153,7 @@ export async function benchFairness (env: FairnessBenchEnv, say: (line: string) 
   const quietToken = env.tokenFor(city.tenantId)
   const ids = (await env.db.raw('SELECT id FROM objects WHERE tenant_id = ? ORDER BY random() LIMIT 500', [city.tenantId])).rows.map((r: { id: string }) => r.id)
   const q: Quiet = { token: quietToken, ids, typeId: city.typeIds[0] }
-  say(`fairness: flooding tenant ${OBJECTS} polygons (33 positions, a 960-character note each) seeded in ${flooder.seedMs} ms; quiet tenant ${city.count} points; ${SECONDS} s per phase`)
+  say(`fairness: flooding tenant ${OBJECTS} polygons (33 positions, a 960-character note each) seeded in ${flooder.seedMs} ms; quiet tenant ${city.count} points; ${SECONDS} s per condition`)
   const kinds = floodKinds(env.baseUrl, flooder)
   await preflight(env, flooder, kinds, say)
 
