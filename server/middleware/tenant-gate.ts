@@ -43,10 +43,10 @@ const FORGET_MS = 30_000
  * `creditMs`, and each request pays the time it held a slot. While the credit covers the slots in
  * use (each counted at the longer of its time so far and the tenant's usual time) and one more,
  * a request is let in beside the others, up to `burst.slots`. A tenant whose requests are short
- * runs a few at once and never queues behind its own; one whose requests are long owes time after
- * its first long one and is held to `maxConcurrent`, since a lane kept busy earns only what it
- * spends. A tenant starts owing nothing and with no credit, its usual time the whole credit, so
- * it is let wider only once its requests have shown to be short.
+ * runs a few at once instead of queueing behind its own; one that keeps its lane busy earns only
+ * what it spends, so once its long requests have spent the credit it owes and is held to
+ * `maxConcurrent`. A tenant starts owing nothing and with no credit, its usual time the whole
+ * credit, so it is let wider only once its requests have shown to be short.
  */
 export function tenantGate (opts: TenantGateOptions): (req: RouteRequest) => Promise<void> | undefined {
   const lanes = new Map<string, Lane>()
