@@ -1,5 +1,8 @@
 import '../lib/heap.js'
 import type { ChildProcess } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
 import pg from 'pg'
 import jwt from 'jsonwebtoken'
 import { createDb } from '../lib/db.js'
@@ -60,7 +63,11 @@ await resetData()
 const port = await freePort()
 // The automation section's receivers listen on 127.0.0.1: the API takes rules naming it.
 // The changes section opens 1,000 streams of one tenant.
-const api = run('server/main', { PORT: String(port), WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', CHANGES_MAX_STREAMS_PER_TENANT: '2000' })
+// The soak section asks the API for a full collection by SIGUSR2: node then writes a heap
+// snapshot here, which begins with one.
+const snapshotDir = mkdtempSync(path.join(tmpdir(), 'bench-heap-'))
+const api = startService('server/main', { ...env, PORT: String(port), WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', CHANGES_MAX_STREAMS_PER_TENANT: '2000' }, undefined,
+  { execArgv: ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${snapshotDir}`] })
 const baseUrl = `http://127.0.0.1:${port}`
 const db = createDb(DATABASE_URL, { poolMax: 16 })
 try {
@@ -90,9 +97,10 @@ try {
   if (wants('fleet')) await benchFleet({ ...ctx, env }, line => console.log(line))
   if (wants('embedded')) for (const line of await benchEmbedded({ ...ctx, apiPid: api.pid ?? 0 })) console.log(line)
   if (wants('fairness')) await benchFairness(ctx, line => console.log(line))
-  if (wants('soak')) await benchSoak({ ...ctx, env, apiPid: api.pid ?? 0 }, line => console.log(line))
+  if (wants('soak')) await benchSoak({ ...ctx, env, apiPid: api.pid ?? 0, snapshotDir }, line => console.log(line))
   else if (only.size === 0) console.log('soak: not run (only when BENCH_ONLY names it)')
 } finally {
   api.kill('SIGTERM')
   await db.destroy()
+  rmSync(snapshotDir, { recursive: true, force: true })
 }

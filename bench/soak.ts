@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import type { ChildProcess } from 'node:child_process'
+import { readdirSync, rmSync, statSync } from 'node:fs'
+import path from 'node:path'
 import { AREA, seedCity, tileAt } from './city.js'
 import { OpLog, http, loadAverage, memMb, openLoop, percentile, startFloor, statusOf } from './support.js'
 import { fixture, settle, startWorkers, stopWorkers, type AutomationBenchEnv, type Fixture } from './automation.js'
@@ -11,7 +13,8 @@ import { fixture, settle, startWorkers, stopWorkers, type AutomationBenchEnv, ty
 // behind a minimal HTTP server), whose p99 / p50 is what this machine allows at that load. Runs
 // only when BENCH_ONLY names it (bench/README.md).
 
-export interface SoakBenchEnv extends AutomationBenchEnv { apiPid: number }
+/** `snapshotDir`: where the API writes a heap snapshot on SIGUSR2 (its --diagnostic-dir). */
+export interface SoakBenchEnv extends AutomationBenchEnv { apiPid: number, snapshotDir: string }
 
 const SECONDS = Number(process.env.BENCH_SOAK_SECONDS ?? 600)
 const CAPACITY_SECONDS = Number(process.env.BENCH_SOAK_CAPACITY_SECONDS ?? 15)
@@ -168,6 +171,29 @@ async function memoryParts (baseUrl: string): Promise<Record<string, number>> {
   return Object.fromEntries(Object.entries(parts).map(([k, metric]) => [k, Number(text.match(new RegExp(`^${metric} (\\S+)`, 'm'))?.[1] ?? NaN) / 1e6]))
 }
 
+/**
+ * The API's memory by part after a full collection: SIGUSR2 makes it write a heap snapshot, which
+ * begins with one. Resolves once the snapshot's file has not grown for a second (it is then
+ * deleted), or with null if none was written within two minutes.
+ */
+async function afterFullCollection (env: SoakBenchEnv): Promise<Record<string, number> | null> {
+  const sizes = () => readdirSync(env.snapshotDir).filter(f => f.endsWith('.heapsnapshot')).map(f => statSync(path.join(env.snapshotDir, f)).size)
+  process.kill(env.apiPid, 'SIGUSR2')
+  let last = -1
+  let still = 0
+  for (let i = 0; i < 240; i++) {
+    await new Promise(resolve => setTimeout(resolve, 500))
+    const size = sizes()[0] ?? -1
+    still = size > 0 && size === last ? still + 1 : 0
+    last = size
+    if (still === 2) {
+      for (const f of readdirSync(env.snapshotDir)) rmSync(path.join(env.snapshotDir, f), { force: true })
+      return await memoryParts(env.baseUrl)
+    }
+  }
+  return null
+}
+
 /** VmRSS of each process every SAMPLE_MS until stopped: [seconds since start, MB]. */
 function sampleRss (pids: Record<string, number>): { samples: Record<string, Array<[number, number]>>, stop: () => void } {
   const samples: Record<string, Array<[number, number]>> = Object.fromEntries(Object.keys(pids).map(k => [k, []]))
@@ -211,6 +237,7 @@ export async function benchSoak (env: SoakBenchEnv, say: (line: string) => void)
     }
     const took = (performance.now() - t0) / 1000
     const memoryAfter = await memoryParts(env.baseUrl)
+    const memoryCollected = await afterFullCollection(env)
     const unfinished = await runsDrained(env, w.automation, 60_000)
     const runs = (await env.db.raw(`SELECT status, count(*)::int AS n, percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM finished_at - queued_at)) * 1000 AS p50,
         percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM finished_at - queued_at)) * 1000 AS p99
@@ -244,6 +271,9 @@ export async function benchSoak (env: SoakBenchEnv, say: (line: string) => void)
       say(`| ${name} | ${mbs[0].toFixed(0)} | ${mbs[mbs.length - 1].toFixed(0)} | ${Math.min(...mbs).toFixed(0)} / ${Math.max(...mbs).toFixed(0)} | ${s.toFixed(2)} (${half.length} samples) | < ${SLOPE_GOAL_MB_PER_MIN}${s < SLOPE_GOAL_MB_PER_MIN ? '' : ' (missed)'} |`)
     }
     say(`soak: the API's memory before / after the load (MB): ${Object.keys(memoryBefore).map(k => `${k} ${memoryBefore[k].toFixed(0)} / ${memoryAfter[k].toFixed(0)}`).join(', ')}`)
+    say(memoryCollected === null
+      ? 'soak: the API wrote no heap snapshot on SIGUSR2: no figure after a full collection'
+      : `soak: the API's memory after a full collection (a heap snapshot's, after the load), MB: ${Object.entries(memoryCollected).map(([k, v]) => `${k} ${v.toFixed(0)}`).join(', ')}`)
     for (const op of new Set(CYCLE)) if (log.count(s => !ok(s), op) > 0) say(`soak: ${op} answered ${log.statusLine(op)}`)
     const errors = log.count(s => !ok(s)) + failedRuns + unfinished
     say(`soak: errors ${errors} (goal 0): calls not 2xx ${log.count(s => !ok(s))}, automation runs failed ${failedRuns}, unfinished a minute after the load ${unfinished}`)
