@@ -6,7 +6,7 @@ import path from 'node:path'
 import pg from 'pg'
 import jwt from 'jsonwebtoken'
 import { createDb } from '../lib/db.js'
-import { autovacuumWarning, buildService, freePort, startService, waitReady } from './support.js'
+import { autovacuumWarning, buildService, freePort, startService, waitReady, type ServiceOptions } from './support.js'
 import { benchObjects } from './objects.js'
 import { benchQueries } from './queries.js'
 import { benchAutomation } from './automation.js'
@@ -51,8 +51,8 @@ async function resetData (): Promise<void> {
 
 const env = { ...process.env, DATABASE_URL, AUTH_JWT_SECRET: SECRET, RATE_LIMIT_LIMIT: '100000000', LOG_LEVEL: 'error' }
 
-function run (entry: 'server/main' | 'db/setup', extra: Record<string, string> = {}): ChildProcess {
-  return startService(entry, { ...env, ...extra })
+function run (entry: 'server/main' | 'db/setup', extra: Record<string, string> = {}, options: ServiceOptions = {}): ChildProcess {
+  return startService(entry, { ...env, ...extra }, undefined, options)
 }
 
 buildService()
@@ -66,7 +66,7 @@ const port = await freePort()
 // The soak section asks the API for a full collection by SIGUSR2: node then writes a heap
 // snapshot here, which begins with one.
 const snapshotDir = mkdtempSync(path.join(tmpdir(), 'bench-heap-'))
-const api = startService('server/main', { ...env, PORT: String(port), WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', CHANGES_MAX_STREAMS_PER_TENANT: '2000' }, undefined,
+const api = run('server/main', { PORT: String(port), WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', CHANGES_MAX_STREAMS_PER_TENANT: '2000' },
   { execArgv: ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${snapshotDir}`] })
 const baseUrl = `http://127.0.0.1:${port}`
 const db = createDb(DATABASE_URL, { poolMax: 16 })

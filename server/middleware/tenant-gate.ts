@@ -36,8 +36,8 @@ const FORGET_MS = 30_000
  * `maxConcurrent` requests in flight in this process, from its token's check until its answer is
  * written (a stream's last byte), so one tenant's slow requests cannot hold every connection of the
  * shared pool. The others wait in the tenant's own FIFO queue, bounded in length and in time;
- * beyond either, 429 RATE_LIMITED with Retry-After. Under the limit it costs a Map lookup and a
- * counter.
+ * beyond either, 429 RATE_LIMITED with Retry-After. Under the limit it costs a Map lookup, a
+ * counter, a clock read and the slot's start in a Set.
  *
  * With `burst`, the lane charges by time: it earns credit at `maxConcurrent` ms per ms, up to
  * `creditMs`, and each request pays the time it held a slot. While the credit covers the slots in
