@@ -27,7 +27,7 @@ export interface Config {
    * Per-tenant fairness in each API process (server/middleware/tenant-gate.ts): requests of one
    * tenant in flight at once (0: no gate), how many more may wait, and for how long.
    */
-  tenantGate: { maxConcurrent: number, maxQueued: number, maxWaitMs: number, maxConcurrentHeavy: number, heavyBurst: number, heavyCreditMs: number }
+  tenantGate: { maxConcurrent: number, maxQueued: number, maxWaitMs: number, maxConcurrentHeavy: number, heavyBurst: number, heavyCreditMs: number, aloneMs: number }
   layerCacheTtlSeconds: number
   /**
    * The change feed's live streams (lib/changes): open streams per tenant in each API process
@@ -231,7 +231,10 @@ export function loadConfig (env: Env, release = '0.0.0'): Readonly<Config> {
       // Beyond that, up to 4 at once while the tenant's heavy requests stay short: the lane charges
       // each the time it held a slot against a credit earned at the lane's own pace (tenant-gate.ts).
       heavyBurst: int(env, 'TENANT_HEAVY_BURST_REQUESTS', 4, 0, 10_000),
-      heavyCreditMs: int(env, 'TENANT_HEAVY_CREDIT_MS', 1000, 0, 600_000)
+      heavyCreditMs: int(env, 'TENANT_HEAVY_CREDIT_MS', 1000, 0, 600_000),
+      // A tenant the process has served alone this long may run heavy requests up to
+      // maxConcurrent: nobody else to protect (0: never).
+      aloneMs: int(env, 'TENANT_ALONE_SECONDS', 30, 0, 86_400) * 1000
     }),
     layerCacheTtlSeconds: int(env, 'LAYER_CACHE_TTL_SECONDS', 3600, 0),
     changes: Object.freeze({

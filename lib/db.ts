@@ -291,8 +291,11 @@ export function translatePgError (err: unknown): unknown {
 }
 
 // Connection exceptions (class 08), the server shutting down or starting up (57P01-57P03), a
-// socket refused or cut, and no pooled connection within the pool's acquire timeout.
-const LOST_CODES = new Set(['57P01', '57P02', '57P03', 'ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH'])
+// socket refused, cut or already closed when a statement is written to it (the server's goodbye
+// and the write crossing), its host not reachable or not resolved for now, and no pooled
+// connection within the pool's acquire timeout.
+const LOST_CODES = new Set(['57P01', '57P02', '57P03', 'ECONNREFUSED', 'ECONNRESET', 'ECONNABORTED', 'EPIPE', 'ETIMEDOUT',
+  'EHOSTUNREACH', 'ENETUNREACH', 'ENOTCONN', 'EAI_AGAIN', 'ERR_STREAM_DESTROYED', 'ERR_STREAM_WRITE_AFTER_END', 'ERR_SOCKET_CLOSED'])
 
 /** The database went away (restart, failover) or cannot be reached: worth a retry, not a 500. */
 function databaseLost (e: { code?: string, name?: string, message?: string }): boolean {

@@ -4,7 +4,7 @@ import * as license from '../../lib/license/index.js'
 import { authenticate, identify, metricsToken, type AuthDeps } from '../middleware/auth.js'
 import { rateLimit } from '../middleware/rate-limit.js'
 import { jsonBody } from '../middleware/body.js'
-import { tenantGate } from '../middleware/tenant-gate.js'
+import { recentTenants, tenantGate } from '../middleware/tenant-gate.js'
 import type { CompiledRoute } from './exchange.js'
 import type { Route, RouteRequest, RouteSpec } from './route.js'
 
@@ -61,12 +61,14 @@ export function compileRoutes (routes: Route[], deps: GuardDeps): CompiledRoute[
   const body = jsonBody(deps.config.maxBodyBytes, 'parsed')
   const bodyText = jsonBody(deps.config.maxBodyBytes, 'text')
   const tg = deps.config.tenantGate
-  const gate = tg.maxConcurrent > 0 ? [tenantGate(tg)] : []
+  // Both gates record who enters; the heavy lane widens for a tenant that has the process to itself.
+  const recent = tg.aloneMs > 0 ? recentTenants(tg.aloneMs) : undefined
+  const gate = tg.maxConcurrent > 0 ? [tenantGate({ ...tg, recent })] : []
   // One heavy lane per process, entered either way (RouteSpec.heavy), always in place of the
   // tenant's other slot: a heavy request at once, a rendering when the render cache misses.
   // Nothing waits for one of the two kinds of slot holding the other: no cycle.
   const lane = tg.maxConcurrent > 0 && tg.maxConcurrentHeavy > 0
-    ? tenantGate({ ...tg, maxConcurrent: tg.maxConcurrentHeavy, kind: 'heavy requests', burst: { slots: tg.heavyBurst, creditMs: tg.heavyCreditMs } })
+    ? tenantGate({ ...tg, maxConcurrent: tg.maxConcurrentHeavy, kind: 'heavy requests', burst: { slots: tg.heavyBurst, creditMs: tg.heavyCreditMs }, recent, alone: recent === undefined ? undefined : tg.maxConcurrent })
     : null
   const heavy = { request: lane === null ? gate : [lane], render: lane === null ? gate : [...gate, heavyLane(lane)] }
   const guardsOf = (spec: RouteSpec): CompiledRoute['guards'] => {

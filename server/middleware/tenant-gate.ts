@@ -15,6 +15,33 @@ export interface TenantGateOptions {
    * the tenant's credit covers what its requests in flight will take. Absent: no widening.
    */
   burst?: { slots: number, creditMs: number }
+  /** Where each request's tenant is recorded on entry, shared by a process's gates. */
+  recent?: RecentTenants
+  /**
+   * Slots a tenant may hold while `recent` has seen no other tenant within its window: nobody
+   * else is there to protect, so the lane does not keep the machine idle. Absent: none.
+   */
+  alone?: number
+}
+
+/** Which tenant entered a process's gates last, and when any other did: O(1) per request. */
+export interface RecentTenants {
+  saw: (tenant: string, now: number) => void
+  /** Whether a tenant other than `tenant` entered within the window. */
+  othersSince: (tenant: string, now: number) => boolean
+}
+
+export function recentTenants (windowMs: number): RecentTenants {
+  let last: string | null = null
+  let lastAt = -Infinity
+  let otherAt = -Infinity // the latest entry of a tenant other than `last`
+  return {
+    saw: (tenant, now) => {
+      if (tenant !== last) { otherAt = lastAt; last = tenant }
+      lastAt = now
+    },
+    othersSince: (tenant, now) => (tenant === last ? otherAt : lastAt) > now - windowMs
+  }
 }
 
 interface Waiter { req: RouteRequest, resolve: () => void, timer: NodeJS.Timeout }
@@ -47,6 +74,10 @@ const FORGET_MS = 30_000
  * what it spends, so once its long requests have spent the credit it owes and is held to
  * `maxConcurrent`. A tenant starts owing nothing and with no credit, its usual time the whole
  * credit, so it is let wider only once its requests have shown to be short.
+ *
+ * With `alone`, the lane is work-conserving: a tenant may hold up to `alone` slots while no other
+ * tenant has entered the process's gates within `recent`'s window (a process serving one tenant
+ * does not keep its cores idle); the lane's own rules apply again from the moment another does.
  */
 export function tenantGate (opts: TenantGateOptions): (req: RouteRequest) => Promise<void> | undefined {
   const lanes = new Map<string, Lane>()
@@ -58,8 +89,9 @@ export function tenantGate (opts: TenantGateOptions): (req: RouteRequest) => Pro
     lane.credit = Math.min(burst.creditMs, lane.credit + (now - lane.at) * opts.maxConcurrent)
     lane.at = now
   }
-  const admits = (lane: Lane, now: number): boolean => {
+  const admits = (tenant: string, lane: Lane, now: number): boolean => {
     if (lane.active < opts.maxConcurrent) return true
+    if (opts.alone !== undefined && lane.active < opts.alone && opts.recent?.othersSince(tenant, now) === false) return true
     if (burst === null || lane.active >= burst.slots) return false
     refill(lane, now)
     let owed = lane.estimate
@@ -81,11 +113,13 @@ export function tenantGate (opts: TenantGateOptions): (req: RouteRequest) => Pro
     lane.started.delete(slot)
     if (burst !== null) {
       refill(lane, now)
-      lane.credit -= now - slot.at
+      // What it owes is bounded by one credit: the estimate, not the debt, keeps a tenant whose
+      // requests are long to its slot, and slots held while alone are not held against it later.
+      lane.credit = Math.max(-burst.creditMs, lane.credit - (now - slot.at))
       lane.estimate += FOLLOW * (now - slot.at - lane.estimate)
       lane.used = now
     }
-    while (lane.queue.length > 0 && admits(lane, now)) {
+    while (lane.queue.length > 0 && admits(tenant, lane, now)) {
       const next = lane.queue.shift()!
       clearTimeout(next.timer)
       take(tenant, lane, next.req, now)
@@ -113,9 +147,10 @@ export function tenantGate (opts: TenantGateOptions): (req: RouteRequest) => Pro
     const tenant = req.service.tenantId
     const now = performance.now()
     sweep(now)
+    opts.recent?.saw(tenant, now)
     let lane = lanes.get(tenant)
     if (lane === undefined) lanes.set(tenant, lane = { active: 0, queue: [], credit: 0, at: now, estimate: burst?.creditMs ?? 0, started: new Set(), used: now })
-    if (lane.queue.length === 0 && admits(lane, now)) {
+    if (lane.queue.length === 0 && admits(tenant, lane, now)) {
       take(tenant, lane, req, now)
       return undefined
     }

@@ -30,6 +30,14 @@ function heldExport (base: string, token: string): Promise<() => void> {
 
 const sleep = (ms: number) => new Promise(resolve => setTimeout(resolve, ms))
 
+/**
+ * A light request of another tenant: the server has now seen someone besides the heavy tenant
+ * within TENANT_ALONE_SECONDS, so the heavy lane's own rules hold it (a tenant alone may use more).
+ */
+async function neighbourCame (server: TestServer): Promise<void> {
+  assert.equal((await server.as(newTenant('neighbour'), ['viewer']).get('/v1/objects?limit=1')).status, 200)
+}
+
 describe('query-DSL runs are bounded', { timeout: 120_000 }, () => {
   let bounded: TestServer
   let unbounded: TestServer
@@ -50,10 +58,14 @@ describe('query-DSL runs are bounded', { timeout: 120_000 }, () => {
     const lane = await startServer({ QUERY_STATEMENT_TIMEOUT_MS: '0', TENANT_MAX_CONCURRENT_HEAVY_REQUESTS: '1', TENANT_MAX_QUEUED_REQUESTS: '0' })
     try {
       const page = (limit: number) => lane.request('GET', `/v1/layers/objects?limit=${limit}`, { token: viewer.token })
+      const run = () => lane.request('POST', '/v1/queries/objects/run', { token: viewer.token, body: heavy })
+      // Alone on the server, the tenant runs heavy requests up to its 8 slots: nobody to protect.
+      assert.deepEqual((await Promise.all([run(), run()])).map(r => r.status), [200, 200])
+      await neighbourCame(lane)
       assert.equal((await page(3)).status, 200, 'rendered, now in the render cache')
       // Sent together, each a few hundred ms of LIKE over every row: one takes the lane's one slot,
       // the other finds no slot and no queue place.
-      const runs = Promise.all([1, 2].map(() => lane.request('POST', '/v1/queries/objects/run', { token: viewer.token, body: heavy })))
+      const runs = Promise.all([run(), run()])
       await new Promise(resolve => setTimeout(resolve, 50))
       // A light request of the same tenant, and another tenant's heavy one, pass meanwhile.
       assert.equal((await lane.request('GET', '/v1/objects?limit=1', { token: viewer.token })).status, 200)
@@ -74,6 +86,7 @@ describe('query-DSL runs are bounded', { timeout: 120_000 }, () => {
   it('never deadlocks a tenant\'s pages that miss the render cache against its query runs (one order of lanes)', async () => {
     const lane = await startServer({ QUERY_STATEMENT_TIMEOUT_MS: '0', TENANT_MAX_CONCURRENT_REQUESTS: '2', TENANT_MAX_CONCURRENT_HEAVY_REQUESTS: '1', TENANT_QUEUE_TIMEOUT_MS: '4000' })
     try {
+      await neighbourCame(lane)
       // Pages (each limit a new rendering) and query runs both wait for the heavy lane. Were one
       // kind to wait for it holding one of the tenant's two other slots, and the other to want such
       // a slot while holding the lane, each side would hold what the other waits for until the
@@ -90,6 +103,7 @@ describe('query-DSL runs are bounded', { timeout: 120_000 }, () => {
   it('leaves a tenant\'s other slots to its light requests while its renderings wait for the heavy lane', async () => {
     const lane = await startServer({ QUERY_STATEMENT_TIMEOUT_MS: '0', TENANT_MAX_CONCURRENT_REQUESTS: '2', TENANT_MAX_CONCURRENT_HEAVY_REQUESTS: '1', TENANT_QUEUE_TIMEOUT_MS: '10000' })
     try {
+      await neighbourCame(lane)
       const done: string[] = []
       const track = async (name: string, call: Promise<{ status: number, text: string }>) => { const r = await call; done.push(name); return r }
       // A run holds the lane for a few hundred ms; two pages that miss the render cache then wait
@@ -111,6 +125,7 @@ describe('query-DSL runs are bounded', { timeout: 120_000 }, () => {
     const cuts: Array<() => void> = []
     const held = async () => { cuts.push(await heldExport(lane.base, viewer.token)) }
     try {
+      await neighbourCame(lane)
       const short = () => lane.request('POST', '/v1/queries/objects/run', { token: viewer.token, body: { limit: 1 } })
       // New to this process: no credit, so nothing passes beside a held export.
       await held()
@@ -173,6 +188,7 @@ describe('query-DSL runs are bounded', { timeout: 120_000 }, () => {
     // id: far inside its 100 ms on either engine.
     const lane = await startServer({ QUERY_STATEMENT_TIMEOUT_MS: '100', TENANT_HEAVY_BURST_REQUESTS: '0' })
     try {
+      await neighbourCame(lane)
       const post = (path: string, body: unknown) => lane.request('POST', path, { token: viewer.token, body })
       const id = (await lane.db.raw('SELECT id::text FROM objects WHERE tenant_id = ? LIMIT 1', [tenant])).rows[0].id
       const ahead = Array.from({ length: 3 }, () => post('/v1/queries/objects/run', heavy))

@@ -31,6 +31,11 @@ describe('translatePgError', () => {
       Object.assign(new Error('the database system is starting up'), { code: '57P03' }),
       Object.assign(new Error('connection failure'), { code: '08006' }),
       Object.assign(new AggregateError([], 'connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' }),
+      // A statement written to a socket the server has just closed (a fast shutdown), and a host
+      // whose name does not resolve for now (a database service being replaced).
+      Object.assign(new Error('Cannot call write after a stream was destroyed'), { code: 'ERR_STREAM_DESTROYED' }),
+      Object.assign(new Error('write after end'), { code: 'ERR_STREAM_WRITE_AFTER_END' }),
+      Object.assign(new Error('getaddrinfo EAI_AGAIN postgres'), { code: 'EAI_AGAIN' }),
       // node-postgres's own messages (the client's, not the server's language).
       new Error('Connection terminated unexpectedly'),
       new Error('Client has encountered a connection error and is not queryable'),

@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { tenantGate } from '../../server/middleware/tenant-gate.js'
+import { recentTenants, tenantGate } from '../../server/middleware/tenant-gate.js'
 import type { RouteRequest } from '../../server/http/route.js'
 
 const request = (tenantId: string) => ({ service: { tenantId }, state: {}, answerHeaders: {} }) as unknown as RouteRequest & { state: { release?: () => void } }
@@ -62,5 +62,29 @@ describe('tenantGate', () => {
     assert.throws(() => gate(request('t')), refused)
     assert.equal(gate(request('other')), undefined, 'another tenant is not held up')
     one.release()
+  })
+
+  it('lets a tenant alone in the process hold up to `alone` slots, and keeps it to its own from the moment another tenant enters', async () => {
+    const recent = recentTenants(100)
+    const lane = tenantGate({ maxConcurrent: 1, maxQueued: 0, maxWaitMs: 1000, recent, alone: 3 })
+    const general = tenantGate({ maxConcurrent: 8, maxQueued: 0, maxWaitMs: 1000, recent })
+    const refused = (e: any) => e.code === 'RATE_LIMITED'
+    const three = [request('t'), request('t'), request('t')]
+    for (const r of three) assert.equal(lane(r), undefined)
+    assert.throws(() => lane(request('t')), refused, 'no more than `alone` slots')
+    for (const r of three) r.state.release?.()
+    // Another tenant's light request, through the other gate that shares `recent`.
+    const light = request('other')
+    assert.equal(general(light), undefined)
+    light.state.release?.()
+    const one = request('t')
+    assert.equal(lane(one), undefined)
+    assert.throws(() => lane(request('t')), refused, 'one slot while another tenant was here within the window')
+    one.state.release?.()
+    // The window passes with nobody else: alone again.
+    await new Promise(resolve => setTimeout(resolve, 150))
+    const two = [request('t'), request('t')]
+    for (const r of two) assert.equal(lane(r), undefined)
+    for (const r of two) r.state.release?.()
   })
 })
