@@ -66,8 +66,11 @@ const port = await freePort()
 // The soak section asks the API for a full collection by SIGUSR2: node then writes a heap
 // snapshot here, which begins with one.
 const snapshotDir = mkdtempSync(path.join(tmpdir(), 'bench-heap-'))
+// BENCH_API_MEMORY_MB: the API as a pod with that memory limit (deploy/kubernetes/base/api.yaml's
+// is 1024), in a cgroup; node then sizes its heap by it, as in the pod.
+const apiMemoryMb = process.env.BENCH_API_MEMORY_MB === undefined ? undefined : Number(process.env.BENCH_API_MEMORY_MB)
 const api = run('server/main', { PORT: String(port), WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', CHANGES_MAX_STREAMS_PER_TENANT: '2000' },
-  { execArgv: ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${snapshotDir}`] })
+  { execArgv: ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${snapshotDir}`], memoryMb: apiMemoryMb })
 const baseUrl = `http://127.0.0.1:${port}`
 const db = createDb(DATABASE_URL, { poolMax: 16 })
 try {
@@ -97,7 +100,7 @@ try {
   if (wants('fleet')) await benchFleet({ ...ctx, env }, line => console.log(line))
   if (wants('embedded')) for (const line of await benchEmbedded({ ...ctx, apiPid: api.pid ?? 0 })) console.log(line)
   if (wants('fairness')) await benchFairness(ctx, line => console.log(line))
-  if (wants('soak')) await benchSoak({ ...ctx, env, apiPid: api.pid ?? 0, snapshotDir }, line => console.log(line))
+  if (wants('soak')) await benchSoak({ ...ctx, env, apiPid: api.pid ?? 0, snapshotDir, apiMemoryMb }, line => console.log(line))
   else if (only.size === 0) console.log('soak: not run (only when BENCH_ONLY names it)')
 } finally {
   api.kill('SIGTERM')

@@ -6,15 +6,18 @@ import { AREA, seedCity, tileAt } from './city.js'
 import { OpLog, http, loadAverage, memMb, openLoop, percentile, startFloor, statusOf } from './support.js'
 import { fixture, settle, startWorkers, stopWorkers, type AutomationBenchEnv, type Fixture } from './automation.js'
 
-// Soak (issue 35 point 5): a mixed workload (reads, writes, queries, tiles, automation) at 70 % of
-// the capacity measured first, for BENCH_SOAK_SECONDS, with the API's and the worker's memory
+// Soak (issue 35 point 5): a mixed workload (reads, writes, queries, tiles, automation) from
+// BENCH_SOAK_TENANTS tenants at 70 % of the capacity measured first, for BENCH_SOAK_SECONDS, with the API's and the worker's memory
 // sampled: no upward RSS trend, p99 within 3x p50 per operation, no errors. Then the same arrivals
 // at the same rate against the HTTP floor (bench/floor-server.ts: the raw statement for each answer
 // behind a minimal HTTP server), whose p99 / p50 is what this machine allows at that load. Runs
 // only when BENCH_ONLY names it (bench/README.md).
 
-/** `snapshotDir`: where the API writes a heap snapshot on SIGUSR2 (its --diagnostic-dir). */
-export interface SoakBenchEnv extends AutomationBenchEnv { apiPid: number, snapshotDir: string }
+/**
+ * `snapshotDir`: where the API writes a heap snapshot on SIGUSR2 (its --diagnostic-dir);
+ * `apiMemoryMb`: the API's memory limit as a pod's, if it runs under one (BENCH_API_MEMORY_MB).
+ */
+export interface SoakBenchEnv extends AutomationBenchEnv { apiPid: number, snapshotDir: string, apiMemoryMb?: number }
 
 const SECONDS = Number(process.env.BENCH_SOAK_SECONDS ?? 600)
 const CAPACITY_SECONDS = Number(process.env.BENCH_SOAK_CAPACITY_SECONDS ?? 15)
@@ -37,27 +40,43 @@ const CYCLE = ['get', 'create', 'get', 'tile', 'update', 'list', 'get', 'query',
   'tile', 'update', 'automation', 'get', 'list', 'tile', 'create', 'update', 'get', 'query'] as const
 type Op = typeof CYCLE[number]
 
-interface World { tenantId: string, token: string, typeId: string, ids: string[], versions: Map<string, number>, busy: Set<string>, automation: Fixture }
+/** One of the soak's tenants: its city's objects, the versions the soak last saw, those being updated. */
+interface Tenant { tenantId: string, token: string, typeId: string, ids: string[], versions: Map<string, number>, busy: Set<string> }
+interface World { tenants: Tenant[], automation: Fixture }
 
-/** The soak's tenant: a city of 20,000 points, a layer of it (cached as by default), and automation's fixture. */
+// The platform's load comes from many tenants: BENCH_SOAK_TENANTS of them take whole cycles of the
+// mix in turn, so that each tenant's share stays under what one tenant is let hold (docs/behaviour.md
+// "Per-tenant fairness"); 1 puts the whole load on one tenant, whose heavy lane then refuses some.
+const TENANTS = Number(process.env.BENCH_SOAK_TENANTS ?? 4)
+const CITY_POINTS = 20_000
+
+/** The soak's tenants, each a city of CITY_POINTS points and a layer of it (cached as by default), and automation's fixture. */
 async function world (env: SoakBenchEnv): Promise<World> {
-  const city = await seedCity(env.db, env.databaseUrl, 20_000)
-  const token = env.tokenFor(city.tenantId)
-  await http(env, token, 'POST', '/v1/layers/definitions', { name: 'soak', slug: 'soak', definition: { fields: ['attributes.name', 'attributes.height'] } })
-  const ids = (await env.db.raw('SELECT id FROM objects WHERE tenant_id = ? ORDER BY random() LIMIT 1000', [city.tenantId])).rows.map((r: { id: string }) => r.id)
-  return { tenantId: city.tenantId, token, typeId: city.typeIds[0], ids, versions: new Map(ids.map((id: string) => [id, 1])), busy: new Set(), automation: await fixture(env) }
+  const tenants: Tenant[] = []
+  for (let k = 0; k < TENANTS; k++) {
+    const city = await seedCity(env.db, env.databaseUrl, CITY_POINTS, k + 1)
+    const token = env.tokenFor(city.tenantId)
+    await http(env, token, 'POST', '/v1/layers/definitions', { name: 'soak', slug: 'soak', definition: { fields: ['attributes.name', 'attributes.height'] } })
+    const ids = (await env.db.raw('SELECT id FROM objects WHERE tenant_id = ? ORDER BY random() LIMIT 1000', [city.tenantId])).rows.map((r: { id: string }) => r.id)
+    tenants.push({ tenantId: city.tenantId, token, typeId: city.typeIds[0], ids, versions: new Map(ids.map((id: string) => [id, 1])), busy: new Set() })
+  }
+  return { tenants, automation: await fixture(env) }
 }
+
+/** The tenant that sends the i-th arrival: whole cycles of the mix, one tenant after another. */
+const tenantOf = (w: World, i: number): Tenant => w.tenants[Math.floor(i / CYCLE.length) % w.tenants.length]
 
 /** The soak's k-th place in the city. */
 const at = (k: number): [number, number] => [AREA.minX + (k % 397) / 397 * (AREA.maxX - AREA.minX), AREA.minY + (k % 251) / 251 * (AREA.maxY - AREA.minY)]
 
 /** The i-th call of `op`, resolving with its status; `ok` says which statuses are success. */
 function call (env: SoakBenchEnv, w: World, op: Op, i: number): Promise<number> {
-  const send = (method: string, path: string, body?: unknown, headers?: string) => statusOf('soak', env.baseUrl, w.token, method, path, body, headers)
+  const t = tenantOf(w, i)
+  const send = (method: string, path: string, body?: unknown, headers?: string) => statusOf('soak', env.baseUrl, t.token, method, path, body, headers)
   switch (op) {
-    case 'get': return send('GET', `/v1/objects/${w.ids[(i * 7919) % w.ids.length]}`)
-    case 'create': return send('POST', '/v1/objects', { typeId: w.typeId, attributes: { name: `soak ${i}`, height: i % 50 }, geometry: { type: 'Point', coordinates: at(i) } })
-    case 'update': return update(w, i, (id, version) => send('PATCH', `/v1/objects/${id}`, { attributes: { name: `updated ${i}`, height: i % 40 } }, `If-Match: "${version}"\r\n`))
+    case 'get': return send('GET', `/v1/objects/${t.ids[(i * 7919) % t.ids.length]}`)
+    case 'create': return send('POST', '/v1/objects', { typeId: t.typeId, attributes: { name: `soak ${i}`, height: i % 50 }, geometry: { type: 'Point', coordinates: at(i) } })
+    case 'update': return update(t, i, (id, version) => send('PATCH', `/v1/objects/${id}`, { attributes: { name: `updated ${i}`, height: i % 40 } }, `If-Match: "${version}"\r\n`))
     case 'list': return send('GET', '/v1/objects?limit=100&sortBy=createdAt&sortOrder=desc')
     case 'query': {
       const [x, y] = at(i)
@@ -75,17 +94,17 @@ function call (env: SoakBenchEnv, w: World, op: Op, i: number): Promise<number> 
  * An update of an object no other call of the soak is changing, at the version the soak last saw
  * (a 409 would be the bench's fault); `write` resolves with the answer's status.
  */
-async function update (w: World, i: number, write: (id: string, version: number) => Promise<number>): Promise<number> {
-  let id = w.ids[i % w.ids.length]
-  for (let k = i; w.busy.has(id); k++) id = w.ids[k % w.ids.length]
-  w.busy.add(id)
+async function update (t: Tenant, i: number, write: (id: string, version: number) => Promise<number>): Promise<number> {
+  let id = t.ids[i % t.ids.length]
+  for (let k = i; t.busy.has(id); k++) id = t.ids[k % t.ids.length]
+  t.busy.add(id)
   try {
-    const version = w.versions.get(id) ?? 1
+    const version = t.versions.get(id) ?? 1
     const status = await write(id, version)
-    if (ok(status)) w.versions.set(id, version + 1)
+    if (ok(status)) t.versions.set(id, version + 1)
     return status
   } finally {
-    w.busy.delete(id)
+    t.busy.delete(id)
   }
 }
 
@@ -96,14 +115,15 @@ const FLOOR_ACTOR = JSON.stringify({ sub: 'soak', roles: ['owner'] })
 function floorCall (floor: string, w: World, op: Exclude<Op, 'automation'>, i: number): Promise<number> {
   const get = (name: string, p: unknown[]) => statusOf('floor', floor, '', 'GET', `/${name}?p=${encodeURIComponent(JSON.stringify(p))}`)
   const post = (name: string, p: unknown[]) => statusOf('floor', floor, '', 'POST', `/q/${name}`, p)
+  const t = tenantOf(w, i)
   const [x, y] = at(i)
   switch (op) {
-    case 'get': return get('q/get', [w.ids[(i * 7919) % w.ids.length], w.tenantId])
-    case 'create': return post('create', [randomUUID(), w.tenantId, w.typeId, JSON.stringify({ name: `soak ${i}`, height: i % 50 }), JSON.stringify({ type: 'Point', coordinates: [x, y] }), FLOOR_ACTOR])
-    case 'update': return update(w, i, (id, version) => post('update', [id, w.tenantId, version, JSON.stringify({ name: `updated ${i}`, height: i % 40 }), FLOOR_ACTOR]))
-    case 'list': return get('q/list-desc', [w.tenantId])
-    case 'query': return get('q/bbox', [w.tenantId, x, y, x + 0.01, y + 0.006])
-    case 'tile': return get('b/tile-all', [...tileAt(14, ...at(i * 31)), w.tenantId])
+    case 'get': return get('q/get', [t.ids[(i * 7919) % t.ids.length], t.tenantId])
+    case 'create': return post('create', [randomUUID(), t.tenantId, t.typeId, JSON.stringify({ name: `soak ${i}`, height: i % 50 }), JSON.stringify({ type: 'Point', coordinates: [x, y] }), FLOOR_ACTOR])
+    case 'update': return update(t, i, (id, version) => post('update', [id, t.tenantId, version, JSON.stringify({ name: `updated ${i}`, height: i % 40 }), FLOOR_ACTOR]))
+    case 'list': return get('q/list-desc', [t.tenantId])
+    case 'query': return get('q/bbox', [t.tenantId, x, y, x + 0.01, y + 0.006])
+    case 'tile': return get('b/tile-all', [...tileAt(14, ...at(i * 31)), t.tenantId])
   }
 }
 
@@ -219,7 +239,7 @@ export async function benchSoak (env: SoakBenchEnv, say: (line: string) => void)
     await settle(env.db, ['objects', 'object_versions'])
     const rate = RATE ?? cap * SHARE
     say(`soak: capacity of the mix (get 6, create 3, update 3, tile 3, list 2, query 2, automation ingress 1 in 20), closed loop c${CAPACITY_CLIENTS}, ${CAPACITY_SECONDS} s: ${cap.toFixed(0)} calls/s; load ${loadAverage()}`)
-    say(`soak: ${SECONDS} s open loop at ${RATE === undefined ? `${(SHARE * 100).toFixed(0)} % of it` : 'BENCH_SOAK_RATE'}, ${rate.toFixed(0)} calls/s; 1 worker process; RSS every ${SAMPLE_MS / 1000} s`)
+    say(`soak: ${SECONDS} s open loop at ${RATE === undefined ? `${(SHARE * 100).toFixed(0)} % of it` : 'BENCH_SOAK_RATE'}, ${rate.toFixed(0)} calls/s from ${w.tenants.length} tenant(s) of ${CITY_POINTS} points each, whole cycles of the mix in turn; 1 worker process; RSS every ${SAMPLE_MS / 1000} s; the API ${env.apiMemoryMb === undefined ? 'without a memory limit (BENCH_API_MEMORY_MB gives it a pod\'s)' : `as a pod limited to ${env.apiMemoryMb} MiB`}`)
 
     const log = new OpLog()
     const since = new Date()

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import { appendFileSync, existsSync, readFileSync } from 'node:fs'
+import { appendFileSync, existsSync, readFileSync, rmdirSync } from 'node:fs'
 import { readFile } from 'node:fs/promises'
 import path from 'node:path'
 import { fork, spawn, spawnSync, type ChildProcess, type StdioOptions } from 'node:child_process'
@@ -53,6 +53,24 @@ export interface ServiceOptions {
   millicores?: number
   /** Node options before the entry point (e.g. `--cpu-prof`). */
   execArgv?: string[]
+  /**
+   * Runs the process in a memory cgroup of this many MiB, as Kubernetes enforces a pod's
+   * `resources.limits.memory`: node sizes its heap by the limit it finds there, and the kernel
+   * ends the process if it goes beyond. Needs root.
+   */
+  memoryMb?: number
+}
+
+/**
+ * The command line that runs `command` in a memory cgroup of its own (cgroup v1's memory
+ * controller, or v2's), and that group's folder, removed once the process is gone.
+ */
+function memoryLimited (mb: number, command: string[]): { argv: string[], dir: string } {
+  const v1 = existsSync('/sys/fs/cgroup/memory/cgroup.procs')
+  const dir = path.join(v1 ? '/sys/fs/cgroup/memory' : '/sys/fs/cgroup', `bench-memory-${process.pid}-${randomUUID().slice(0, 8)}`)
+  const limit = v1 ? 'memory.limit_in_bytes' : 'memory.max'
+  const script = `mkdir "$1" && echo ${mb * 1024 * 1024} > "$1/${limit}" && echo $$ > "$1/cgroup.procs" && shift && exec "$@"`
+  return { argv: ['sh', '-c', script, 'memory-limit', dir, ...command], dir }
 }
 
 /**
@@ -61,9 +79,14 @@ export interface ServiceOptions {
  * node itself (SIGSTOP) go to `servicePid`.
  */
 export function startService (entry: 'server/main' | 'embedded/main' | 'worker/main' | 'db/setup', env: Record<string, string | undefined>, stdio: StdioOptions = ['ignore', 'ignore', 'inherit'], options: ServiceOptions = {}): ChildProcess {
-  const node = [process.execPath, ...SERVICE_NODE_ARGS, ...(options.execArgv ?? []), path.join(SERVICE_DIR, 'dist', `${entry}.js`)]
-  if (options.millicores === undefined) return spawn(node[0], node.slice(1), { env, stdio })
-  return spawn(CPU_QUOTA, [String(options.millicores), ...node], { env, stdio })
+  let node = [process.execPath, ...SERVICE_NODE_ARGS, ...(options.execArgv ?? []), path.join(SERVICE_DIR, 'dist', `${entry}.js`)]
+  let cgroup: string | undefined
+  if (options.memoryMb !== undefined) ({ argv: node, dir: cgroup } = memoryLimited(options.memoryMb, node))
+  const child = options.millicores === undefined
+    ? spawn(node[0], node.slice(1), { env, stdio })
+    : spawn(CPU_QUOTA, [String(options.millicores), ...node], { env, stdio })
+  if (cgroup !== undefined) child.on('exit', () => { try { rmdirSync(cgroup) } catch { /* a process it left behind holds it */ } })
+  return child
 }
 
 /** The node process of a service started by startService: the child itself, or the quota tool's child. */
