@@ -54,7 +54,7 @@ function line (path: string, sides: Side[]): string[] {
   const each = (f: (s: Side) => string) => sides.map(f).join(' / ')
   const ms = (s: Side, seconds: number) => `${(seconds / (REQUESTS * s.n * s.rates.length) * 1000).toFixed(2)}`
   return [path, one.toFixed(0), two.toFixed(0), ratio.toFixed(2), `>= ${GOAL}${ratio >= GOAL ? '' : ' (missed)'}`,
-    each(s => ms(s, s.usage.processes)), each(s => ms(s, s.usage.database)),
+    each(s => `${ms(s, s.usage.processes)} (${ms(s, s.usage.kernel)})`), each(s => (s.usage.preempted / (REQUESTS * s.n * s.rates.length)).toFixed(3)), each(s => ms(s, s.usage.database)),
     each(s => `${(100 * s.usage.idle / s.usage.ticks).toFixed(0)} %`), each(s => `${(100 * s.usage.throttled / Math.max(1, s.usage.periods)).toFixed(0)} %`)]
 }
 
@@ -84,5 +84,5 @@ export async function benchFleetApi (env: FleetBenchEnv, print: (line: string) =
     await Promise.all(webs.map(stopWeb))
   }
   print(`fleet, API: web processes of ${MILLICORES}m each, ${REQUESTS} requests a round and ${CLIENTS_PER_WEB} clients, both per web process, each client keeping to one, medians of ${env.rounds} rounds; CPU in ms per request, 1 / 2 web processes`)
-  for (const l of markdownTable(['path', `1 web, req/s`, `2 web, req/s`, '2 / 1', 'goal', 'API CPU', 'database CPU', 'machine idle', 'periods throttled'], rows)) print(l)
+  for (const l of markdownTable(['path', `1 web, req/s`, `2 web, req/s`, '2 / 1', 'goal', 'API CPU ms (in the kernel)', 'API preempted per request', 'database CPU ms', 'machine idle', 'periods throttled'], rows)) print(l)
 }

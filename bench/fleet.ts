@@ -103,14 +103,14 @@ async function measure (env: FleetBenchEnv, f: Fixture, all: Side[]): Promise<vo
 
 function table (all: Side[]): string[] {
   const one = all.find(s => s.millicores !== null && s.pods.length === 1)
-  return markdownTable(['workers', 'runs/s', 'vs 1 worker', 'goal', 'runs/s per core', 'worker CPU per run', 'database CPU per run', 'machine idle', 'periods throttled'], all.map(s => {
+  return markdownTable(['workers', 'runs/s', 'vs 1 worker', 'goal', 'runs/s per core', 'worker CPU per run (in the kernel)', 'worker switches per run: waits / preempted', 'database CPU per run', 'machine idle', 'periods throttled'], all.map(s => {
     const rate = median(s.rates)
     const ratio = one === undefined || s.millicores === null ? null : rate / median(one.rates)
     const goal = GOALS.get(s.pods.length)
     const perCore = s.millicores === null ? `${(s.runs / s.usage.processes).toFixed(0)} of CPU used` : `${(rate / (s.millicores * s.pods.length / 1000)).toFixed(0)} of limit`
     const ms = (seconds: number) => `${(seconds / s.runs * 1000).toFixed(2)} ms`
     return [s.label, rate.toFixed(1), ratio?.toFixed(2) ?? '', ratio === null || goal === undefined ? '' : `>= ${goal}${ratio >= goal ? '' : ' (missed)'}`, perCore,
-      ms(s.usage.processes), ms(s.usage.database), `${(100 * s.usage.idle / s.usage.ticks).toFixed(0)} %`, s.usage.periods > 0 ? `${(100 * s.usage.throttled / s.usage.periods).toFixed(0)} %` : '']
+      `${ms(s.usage.processes)} (${ms(s.usage.kernel)})`, `${(s.usage.waits / s.runs).toFixed(1)} / ${(s.usage.preempted / s.runs).toFixed(2)}`, ms(s.usage.database), `${(100 * s.usage.idle / s.usage.ticks).toFixed(0)} %`, s.usage.periods > 0 ? `${(100 * s.usage.throttled / s.usage.periods).toFixed(0)} %` : '']
   }))
 }
 

@@ -184,11 +184,15 @@ function slope (samples: Array<[number, number]>): number {
   return sxx === 0 ? 0 : sxy / sxx * 60
 }
 
-/** The API's memory by part (prom-client's process and Node.js gauges on /metrics), in MB. */
-async function memoryParts (baseUrl: string): Promise<Record<string, number>> {
-  const text = await fetch(`${baseUrl}/metrics`).then(r => r.text())
+/** The API's /metrics text (prom-client's gauges; its event-loop delay histogram restarts at each scrape). */
+const scrape = (baseUrl: string): Promise<string> => fetch(`${baseUrl}/metrics`).then(r => r.text())
+
+const gauge = (text: string, metric: string): number => Number(text.match(new RegExp(`^${metric} (\\S+)`, 'm'))?.[1] ?? NaN)
+
+/** The API's memory by part (prom-client's process and Node.js gauges), in MB. */
+function memoryParts (text: string): Record<string, number> {
   const parts = { rss: 'process_resident_memory_bytes', 'heap used': 'nodejs_heap_size_used_bytes', 'heap total': 'nodejs_heap_size_total_bytes', external: 'nodejs_external_memory_bytes' }
-  return Object.fromEntries(Object.entries(parts).map(([k, metric]) => [k, Number(text.match(new RegExp(`^${metric} (\\S+)`, 'm'))?.[1] ?? NaN) / 1e6]))
+  return Object.fromEntries(Object.entries(parts).map(([k, metric]) => [k, gauge(text, metric) / 1e6]))
 }
 
 /**
@@ -208,7 +212,7 @@ async function afterFullCollection (env: SoakBenchEnv): Promise<Record<string, n
     last = size
     if (still === 2) {
       for (const f of readdirSync(env.snapshotDir)) rmSync(path.join(env.snapshotDir, f), { force: true })
-      return await memoryParts(env.baseUrl)
+      return memoryParts(await scrape(env.baseUrl))
     }
   }
   return null
@@ -244,7 +248,7 @@ export async function benchSoak (env: SoakBenchEnv, say: (line: string) => void)
     const log = new OpLog()
     const since = new Date()
     const rss = sampleRss({ API: env.apiPid, worker: workers[0].pid! })
-    const memoryBefore = await memoryParts(env.baseUrl)
+    const memoryBefore = memoryParts(await scrape(env.baseUrl))
     let vacuuming = Promise.resolve()
     const vacuum = setInterval(() => { vacuuming = vacuuming.then(() => settle(env.db, ['objects', 'object_versions'])).catch(() => {}) }, VACUUM_MS)
     const t0 = performance.now()
@@ -256,7 +260,8 @@ export async function benchSoak (env: SoakBenchEnv, say: (line: string) => void)
       await vacuuming
     }
     const took = (performance.now() - t0) / 1000
-    const memoryAfter = await memoryParts(env.baseUrl)
+    const afterLoad = await scrape(env.baseUrl)
+    const memoryAfter = memoryParts(afterLoad)
     const memoryCollected = await afterFullCollection(env)
     const unfinished = await runsDrained(env, w.automation, 60_000)
     const runs = (await env.db.raw(`SELECT status, count(*)::int AS n, percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM finished_at - queued_at)) * 1000 AS p50,
@@ -290,6 +295,8 @@ export async function benchSoak (env: SoakBenchEnv, say: (line: string) => void)
       const mbs = xs.map(([, m]) => m)
       say(`| ${name} | ${mbs[0].toFixed(0)} | ${mbs[mbs.length - 1].toFixed(0)} | ${Math.min(...mbs).toFixed(0)} / ${Math.max(...mbs).toFixed(0)} | ${s.toFixed(2)} (${half.length} samples) | < ${SLOPE_GOAL_MB_PER_MIN}${s < SLOPE_GOAL_MB_PER_MIN ? '' : ' (missed)'} |`)
     }
+    // The scrape before the load restarted the histogram: these cover the load alone.
+    say(`soak: the API's event-loop delay over the load: p99 ${(gauge(afterLoad, 'nodejs_eventloop_lag_p99_seconds') * 1000).toFixed(0)} ms, max ${(gauge(afterLoad, 'nodejs_eventloop_lag_max_seconds') * 1000).toFixed(0)} ms`)
     say(`soak: the API's memory before / after the load (MB): ${Object.keys(memoryBefore).map(k => `${k} ${memoryBefore[k].toFixed(0)} / ${memoryAfter[k].toFixed(0)}`).join(', ')}`)
     say(memoryCollected === null
       ? 'soak: the API wrote no heap snapshot on SIGUSR2: no figure after a full collection'

@@ -124,6 +124,20 @@ export async function processCpuSeconds (pid: number): Promise<number | null> {
 }
 
 /**
+ * What a process has spent so far in the kernel (CPU seconds) and how often it was switched out:
+ * waiting (voluntary: for I/O, a lock, the database) and preempted (involuntary: another process
+ * took its core); null once it is gone.
+ */
+export async function processKernel (pid: number): Promise<{ system: number, waits: number, preempted: number } | null> {
+  try {
+    const stat = (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1].split(' ')
+    const status = await readFile(`/proc/${pid}/status`, 'utf8')
+    const field = (name: string) => Number(status.match(new RegExp(`^${name}:\\s+(\\d+)$`, 'm'))?.[1] ?? 0)
+    return { system: Number(stat[12]) / 100, waits: field('voluntary_ctxt_switches'), preempted: field('nonvoluntary_ctxt_switches') }
+  } catch { return null }
+}
+
+/**
  * CPU seconds so far of `processes` and of every backend of the bench database (from /proc: the
  * database must run on this machine, else null). Only the bench database's backends: other
  * databases of the same server are other people's work. Less sensitive to a busy machine than
@@ -444,14 +458,19 @@ export async function statusOf (pool: string, baseUrl: string, token: string, me
 }
 
 /** What a measured window cost: CPU seconds of some processes and of the bench database, the machine's idle ticks, the pods' throttled periods. */
-export interface Usage { processes: number, database: number, idle: number, ticks: number, periods: number, throttled: number }
+/**
+ * A metered window: CPU seconds of the processes (of which `kernel` in the kernel, and their
+ * context switches, `waits` voluntary and `preempted` not), of the database's backends, the
+ * machine's ticks (all and idle), and the pods' CFS periods (all and throttled).
+ */
+export interface Usage { processes: number, kernel: number, waits: number, preempted: number, database: number, idle: number, ticks: number, periods: number, throttled: number }
 
 export function addUsage (into: Usage, u: Usage): void {
   for (const k of Object.keys(into) as Array<keyof Usage>) into[k] += u[k]
 }
 
 export function noUsage (): Usage {
-  return { processes: 0, database: 0, idle: 0, ticks: 0, periods: 0, throttled: 0 }
+  return { processes: 0, kernel: 0, waits: 0, preempted: 0, database: 0, idle: 0, ticks: 0, periods: 0, throttled: 0 }
 }
 
 /**
@@ -460,12 +479,16 @@ export function noUsage (): Usage {
  * returned function ends the window.
  */
 export async function meter (db: Db, pids: number[], limited: ChildProcess[] = []): Promise<() => Promise<Usage>> {
-  const read = async () => ({ cpu: await cpuTimes(db, pids), machine: await machineTicks(), cgroups: await Promise.all(limited.map(throttling)) })
+  const read = async () => ({ cpu: await cpuTimes(db, pids), kernel: await Promise.all(pids.map(processKernel)), machine: await machineTicks(), cgroups: await Promise.all(limited.map(throttling)) })
   const before = await read()
   return async () => {
     const after = await read()
     const u = noUsage()
     if (before.cpu !== null && after.cpu !== null) { u.processes = after.cpu.workers - before.cpu.workers; u.database = backendSeconds(before.cpu, after.cpu) }
+    after.kernel.forEach((k, i) => {
+      const b = before.kernel[i]
+      if (k !== null && b !== null) { u.kernel += k.system - b.system; u.waits += k.waits - b.waits; u.preempted += k.preempted - b.preempted }
+    })
     u.idle = after.machine.idle - before.machine.idle
     u.ticks = after.machine.total - before.machine.total
     after.cgroups.forEach((c, i) => {
