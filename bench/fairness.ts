@@ -2,7 +2,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks'
 import type { Db } from '../lib/db.js'
 import { AREA, insertObjects, seedCity } from './city.js'
 import { floodKinds, startFlood, type FloodKind, type Flooder } from './flood.js'
-import { OpLog, benchTenant, http, leanRequest, loadAverage, openLoop, percentile, statusOf } from './support.js'
+import { OpLog, benchTenant, gauge, http, leanRequest, loadAverage, openLoop, percentile, statusOf } from './support.js'
 
 // Per-tenant fairness (issue 35 point 1; docs/behaviour.md "Per-tenant fairness"): while one tenant floods
 // the most expensive requests a viewer's token can build, another tenant's get, create and list
@@ -106,7 +106,6 @@ interface Strain { poolWaiting: number, loopLagMs: number, clientLagMs: number }
  * event-loop delay (prom-client's, since the scrape before) in `strain`.
  */
 async function watch (env: FairnessBenchEnv, done: () => boolean, log: OpLog, strain: Strain): Promise<void> {
-  const gauge = (text: string, name: string) => Number(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'm').exec(text)?.[1] ?? 0)
   const every = async (poll: () => Promise<unknown>): Promise<void> => {
     while (!done()) {
       await poll()

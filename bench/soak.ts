@@ -3,15 +3,15 @@ import type { ChildProcess } from 'node:child_process'
 import { readdirSync, rmSync, statSync } from 'node:fs'
 import path from 'node:path'
 import { AREA, seedCity, tileAt } from './city.js'
-import { OpLog, http, loadAverage, memMb, openLoop, percentile, startFloor, statusOf } from './support.js'
+import { OpLog, gauge, http, loadAverage, memMb, openLoop, percentile, startFloor, statusOf } from './support.js'
 import { fixture, settle, startWorkers, stopWorkers, type AutomationBenchEnv, type Fixture } from './automation.js'
 
 // Soak (issue 35 point 5): a mixed workload (reads, writes, queries, tiles, automation) from
-// BENCH_SOAK_TENANTS tenants at 70 % of the capacity measured first, for BENCH_SOAK_SECONDS, with the API's and the worker's memory
-// sampled: no upward RSS trend, p99 within 3x p50 per operation, no errors. Then the same arrivals
-// at the same rate against the HTTP floor (bench/floor-server.ts: the raw statement for each answer
-// behind a minimal HTTP server), whose p99 / p50 is what this machine allows at that load. Runs
-// only when BENCH_ONLY names it (bench/README.md).
+// BENCH_SOAK_TENANTS tenants at 70 % of the capacity measured first, for BENCH_SOAK_SECONDS, with
+// the API's and the worker's memory sampled: no upward RSS trend, p99 within 3x p50 per operation,
+// no errors. Then the same arrivals at the same rate against the HTTP floor (bench/floor-server.ts:
+// the raw statement for each answer behind a minimal HTTP server), whose p99 / p50 is what this
+// machine allows at that load. Runs only when BENCH_ONLY names it (bench/README.md).
 
 /**
  * `snapshotDir`: where the API writes a heap snapshot on SIGUSR2 (its --diagnostic-dir);
@@ -186,8 +186,6 @@ function slope (samples: Array<[number, number]>): number {
 
 /** The API's /metrics text (prom-client's gauges; its event-loop delay histogram restarts at each scrape). */
 const scrape = (baseUrl: string): Promise<string> => fetch(`${baseUrl}/metrics`).then(r => r.text())
-
-const gauge = (text: string, metric: string): number => Number(text.match(new RegExp(`^${metric} (\\S+)`, 'm'))?.[1] ?? NaN)
 
 /** The API's memory by part (prom-client's process and Node.js gauges), in MB. */
 function memoryParts (text: string): Record<string, number> {

@@ -114,12 +114,18 @@ export async function throttling (child: ChildProcess): Promise<{ periods: numbe
   return null
 }
 
+/** CPU seconds a process has used so far in user space and in the kernel, from /proc/PID/stat. */
+async function cpuSplit (pid: number): Promise<{ user: number, system: number }> {
+  const ticks = 100 // USER_HZ
+  const fields = (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1].split(' ')
+  return { user: Number(fields[11]) / ticks, system: Number(fields[12]) / ticks }
+}
+
 /** CPU seconds (user + system) a process has used so far, from /proc; null once it is gone. */
 export async function processCpuSeconds (pid: number): Promise<number | null> {
-  const ticks = 100 // USER_HZ
   try {
-    const fields = (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1].split(' ')
-    return (Number(fields[11]) + Number(fields[12])) / ticks
+    const { user, system } = await cpuSplit(pid)
+    return user + system
   } catch { return null }
 }
 
@@ -130,11 +136,16 @@ export async function processCpuSeconds (pid: number): Promise<number | null> {
  */
 export async function processKernel (pid: number): Promise<{ system: number, waits: number, preempted: number } | null> {
   try {
-    const stat = (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1].split(' ')
+    const { system } = await cpuSplit(pid)
     const status = await readFile(`/proc/${pid}/status`, 'utf8')
     const field = (name: string) => Number(status.match(new RegExp(`^${name}:\\s+(\\d+)$`, 'm'))?.[1] ?? 0)
-    return { system: Number(stat[12]) / 100, waits: field('voluntary_ctxt_switches'), preempted: field('nonvoluntary_ctxt_switches') }
+    return { system, waits: field('voluntary_ctxt_switches'), preempted: field('nonvoluntary_ctxt_switches') }
   } catch { return null }
+}
+
+/** A sample's value in Prometheus text (`/metrics`): the first series of `name`, with or without labels; NaN when absent. */
+export function gauge (text: string, name: string): number {
+  return Number(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'm').exec(text)?.[1] ?? NaN)
 }
 
 /**
@@ -457,7 +468,6 @@ export async function statusOf (pool: string, baseUrl: string, token: string, me
   return (await leanRequest(baseUrl, method, path, `Authorization: Bearer ${token}\r\n${headers}`, bytes, pool)).status
 }
 
-/** What a measured window cost: CPU seconds of some processes and of the bench database, the machine's idle ticks, the pods' throttled periods. */
 /**
  * A metered window: CPU seconds of the processes (of which `kernel` in the kernel, and their
  * context switches, `waits` voluntary and `preempted` not), of the database's backends, the
