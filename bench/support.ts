@@ -78,7 +78,7 @@ function memoryLimited (mb: number, command: string[]): { argv: string[], dir: s
  * Under a CPU limit the child is the quota tool, which passes SIGTERM on; signals meant for
  * node itself (SIGSTOP) go to `servicePid`.
  */
-export function startService (entry: 'server/main' | 'embedded/main' | 'worker/main' | 'db/setup', env: Record<string, string | undefined>, stdio: StdioOptions = ['ignore', 'ignore', 'inherit'], options: ServiceOptions = {}): ChildProcess {
+export function startService (entry: 'server/main' | 'embedded/main' | 'worker/main' | 'db/setup', env: Record<string, string | undefined>, stdio: StdioOptions = ['ignore', 'inherit', 'inherit'], options: ServiceOptions = {}): ChildProcess {
   let node = [process.execPath, ...SERVICE_NODE_ARGS, ...(options.execArgv ?? []), path.join(SERVICE_DIR, 'dist', `${entry}.js`)]
   let cgroup: string | undefined
   if (options.memoryMb !== undefined) ({ argv: node, dir: cgroup } = memoryLimited(options.memoryMb, node))

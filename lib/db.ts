@@ -286,7 +286,11 @@ export function translatePgError (err: unknown): unknown {
     // lc_messages language.
     case '57014': return new AppError('NOT_READY', 'the database did not answer within the statement timeout; ask for less (a smaller area, a higher zoom, fewer items)', { reason: 'statement timeout' })
     case INVALID_GEOMETRY: return invalidGeometry(e.detail)
-    default: return databaseLost(e) ? databaseUnavailable() : err
+    default:
+      // Insufficient resources (class 53): no connection slot left (max_connections, a role's
+      // CONNECTION LIMIT), out of memory, disk full. The server is there but cannot take this now.
+      if (e.code?.startsWith('53') === true) return new AppError('NOT_READY', 'the database has no room for this request now (connections, memory or disk); retry shortly', { reason: 'database out of resources' })
+      return databaseLost(e) ? databaseUnavailable() : err
   }
 }
 

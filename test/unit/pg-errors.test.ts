@@ -1,7 +1,8 @@
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
-import { translatePgError } from '../../lib/db.js'
+import { createDb, translatePgError } from '../../lib/db.js'
 import { AppError } from '../../lib/errors.js'
+import { TEST_DATABASE_URL } from '../support/env.js'
 
 // lib/db translatePgError reads PostgreSQL's error code, never its message: the message comes in
 // the server's lc_messages language.
@@ -46,6 +47,27 @@ describe('translatePgError', () => {
       assert.ok(e instanceof AppError, err.message)
       assert.equal(e.code, 'NOT_READY')
       assert.equal(e.details.reason, 'database unavailable')
+    }
+  })
+
+  it('makes a server with no connection slot for us (53300) NOT_READY, not a 500', async () => {
+    // A real refusal: a role allowed no connections at all gets the same SQLSTATE as a server at
+    // max_connections (superusers are exempt from both limits, so the role is not one).
+    const admin = createDb(TEST_DATABASE_URL, { poolMax: 1 })
+    const role = `pw_no_slot_${process.pid}`
+    await admin.raw(`CREATE ROLE ${role} LOGIN CONNECTION LIMIT 0`)
+    const limited = createDb(Object.assign(new URL(TEST_DATABASE_URL), { username: role }).toString(), { poolMax: 1 })
+    try {
+      const err = await limited.raw('select 1').then(() => null, (e: unknown) => e)
+      assert.equal((err as { code?: string } | null)?.code, '53300')
+      const e = translatePgError(err)
+      assert.ok(e instanceof AppError)
+      assert.equal(e.code, 'NOT_READY')
+      assert.equal(e.details.reason, 'database out of resources')
+    } finally {
+      await limited.destroy()
+      await admin.raw(`DROP ROLE ${role}`)
+      await admin.destroy()
     }
   })
 
