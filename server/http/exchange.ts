@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import { Readable, pipeline } from 'node:stream'
+import { Readable, Transform, pipeline } from 'node:stream'
 import type { Logger } from '../../lib/log.js'
 import { errorAnswer } from '../middleware/errors.js'
 import { requestIdOf, requestState, type RequestRecorder } from '../middleware/observe.js'
@@ -70,10 +70,12 @@ export function send (res: ServerResponse, method: string, a: Answer, state: Req
     res.writeHead(status, headers)
     if (method === 'HEAD') { payload.destroy(); res.end(); state.release?.(); return status }
     // state.log is read only here: reading it makes the request's child logger.
-    pipeline(payload, res, err => {
+    const done = (err: Error | null): void => {
       state.release?.()
       if (err !== undefined && err !== null && !res.destroyed) state.log.warn({ err }, 'answer stream failed')
-    })
+    }
+    if (state.paceBytesPerSecond === undefined) pipeline(payload, res, done)
+    else pipeline(payload, paced(state.paceBytesPerSecond), res, done)
     return status
   }
   const pieces = typeof payload === 'string' || Buffer.isBuffer(payload) ? null : payload
@@ -89,4 +91,23 @@ export function send (res: ServerResponse, method: string, a: Answer, state: Req
   }
   state.release?.()
   return status
+}
+
+/**
+ * Passes a stream's chunks on no faster than `bytesPerSecond`: each chunk goes at once, and the
+ * next is asked for once this one's share of the second has passed. No credit is saved while the
+ * reader is slow, so the rate holds over any stretch, not only on average. Backpressure carries
+ * the wait to the producer (a COPY's backend waits on its socket).
+ */
+export function paced (bytesPerSecond: number): Transform {
+  let due = performance.now()
+  return new Transform({
+    transform (chunk: Buffer, _enc, next) {
+      const now = performance.now()
+      due = Math.max(due, now) + chunk.length * 1000 / bytesPerSecond
+      this.push(chunk)
+      if (due - now < 1) next()
+      else setTimeout(next, due - now)
+    }
+  })
 }

@@ -47,6 +47,8 @@ export interface RequestState {
   maxBodyBytes?: number
   /** Gives back what a guard holds until the answer is written (the tenant gate's slot); idempotent. */
   release?: () => void
+  /** The most bytes a second a streamed answer may be sent at (the heavy lane's pace); absent: unpaced. */
+  paceBytesPerSecond?: number
 }
 
 /** The request as a route sees it, the same whichever way it came in. */

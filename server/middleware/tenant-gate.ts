@@ -22,6 +22,12 @@ export interface TenantGateOptions {
    * else is there to protect, so the lane does not keep the machine idle. Absent: none.
    */
   alone?: number
+  /**
+   * Bytes a second a streamed answer of a request this gate let in is sent at, at most, while
+   * another tenant has entered within `recent`'s window (always, without `recent`). Absent or 0:
+   * unpaced.
+   */
+  paceBytesPerSecond?: number
 }
 
 /** Which tenant entered a process's gates last, and when any other did: O(1) per request. */
@@ -78,10 +84,15 @@ const FORGET_MS = 30_000
  * With `alone`, the lane is work-conserving: a tenant may hold up to `alone` slots while no other
  * tenant has entered the process's gates within `recent`'s window (a process serving one tenant
  * does not keep its cores idle); the lane's own rules apply again from the moment another does.
+ *
+ * With `paceBytesPerSecond`, a request let in while others are there has its streamed answer sent
+ * no faster than that (exchange.ts): a stream is produced as fast as it is read, so unpaced its
+ * cost per second has no bound but the machine's.
  */
 export function tenantGate (opts: TenantGateOptions): (req: RouteRequest) => Promise<void> | undefined {
   const lanes = new Map<string, Lane>()
   const burst = opts.burst !== undefined && opts.burst.slots > opts.maxConcurrent ? opts.burst : null
+  const pace = opts.paceBytesPerSecond ?? 0
   let swept = 0
 
   const refill = (lane: Lane, now: number): void => {
@@ -103,6 +114,7 @@ export function tenantGate (opts: TenantGateOptions): (req: RouteRequest) => Pro
     const slot = { at: now }
     lane.started.add(slot)
     req.state.release = releaser(tenant, lane, slot, req.state.release)
+    if (pace > 0 && opts.recent?.othersSince(tenant, now) !== false) req.state.paceBytesPerSecond = pace
   }
   // Gives back a slot and lets in whoever now fits, oldest first. Without a burst an idle tenant
   // leaves no entry behind; with one, its entry is kept (what it owes is not forgotten) until the

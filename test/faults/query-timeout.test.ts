@@ -28,6 +28,20 @@ function heldExport (base: string, token: string): Promise<() => void> {
   })
 }
 
+/** The tenant's whole NDJSON export, read as fast as it comes: its size and how long it took. */
+function wholeExport (base: string, token: string): Promise<{ bytes: number, ms: number }> {
+  const started = performance.now()
+  return new Promise((resolve, reject) => {
+    http.get(`${base}/v1/layers/objects/stream`, { headers: { Authorization: `Bearer ${token}` } }, res => {
+      if (res.statusCode !== 200) { reject(new Error(`the export answered ${res.statusCode}`)); res.resume(); return }
+      let bytes = 0
+      res.on('data', (chunk: Buffer) => { bytes += chunk.length })
+      res.on('end', () => { resolve({ bytes, ms: performance.now() - started }) })
+      res.on('error', reject)
+    }).on('error', reject)
+  })
+}
+
 const sleep = (ms: number) => new Promise(resolve => setTimeout(resolve, ms))
 
 /**
@@ -149,6 +163,22 @@ describe('query-DSL runs are bounded', { timeout: 120_000 }, () => {
       for (const cut of cuts) cut()
       await lane.close()
     }
+  })
+
+  it('sends a heavy stream no faster than TENANT_STREAM_MIB_PER_SECOND once another tenant is there, and unpaced to a tenant alone', async () => {
+    const lane = await startServer({ TENANT_STREAM_MIB_PER_SECOND: '4' })
+    try {
+      const rate = 4 * 1024 * 1024
+      // Alone on the server: as fast as the machine goes (the export is ~20 MB, 5 s at the pace).
+      const alone = await wholeExport(lane.base, viewer.token)
+      assert.ok(alone.bytes > 2 * rate, `the export is ${alone.bytes} bytes`)
+      await neighbourCame(lane)
+      const paced = await wholeExport(lane.base, viewer.token)
+      assert.equal(paced.bytes, alone.bytes)
+      const atPace = paced.bytes / rate * 1000
+      assert.ok(paced.ms >= atPace * 0.95, `paced: ${Math.round(paced.ms)} ms for ${paced.bytes} bytes, at least ${Math.round(atPace)} expected`)
+      assert.ok(alone.ms < atPace * 0.8, `alone: ${Math.round(alone.ms)} ms, the pace would take ${Math.round(atPace)}`)
+    } finally { await lane.close() }
   })
 
   it('refuses a query with more than 20 text filters (400 naming the filter), before any SQL', async () => {

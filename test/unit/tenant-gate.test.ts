@@ -3,7 +3,7 @@ import assert from 'node:assert/strict'
 import { recentTenants, tenantGate } from '../../server/middleware/tenant-gate.js'
 import type { RouteRequest } from '../../server/http/route.js'
 
-const request = (tenantId: string) => ({ service: { tenantId }, state: {}, answerHeaders: {} }) as unknown as RouteRequest & { state: { release?: () => void } }
+const request = (tenantId: string) => ({ service: { tenantId }, state: {}, answerHeaders: {} }) as unknown as RouteRequest & { state: { release?: () => void, paceBytesPerSecond?: number } }
 
 describe('tenantGate', () => {
   it('admits up to its limit without waiting, then queues first come first served per tenant', async () => {
@@ -86,5 +86,18 @@ describe('tenantGate', () => {
     const two = [request('t'), request('t')]
     for (const r of two) assert.equal(lane(r), undefined)
     for (const r of two) r.state.release?.()
+  })
+
+  it('paces the streamed answer of a request it lets in while another tenant is there, not of one alone', () => {
+    const recent = recentTenants(60_000)
+    const lane = tenantGate({ maxConcurrent: 1, maxQueued: 0, maxWaitMs: 1000, recent, paceBytesPerSecond: 1000 })
+    const alone = request('t')
+    assert.equal(lane(alone), undefined)
+    assert.equal(alone.state.paceBytesPerSecond, undefined)
+    alone.state.release?.()
+    assert.equal(lane(request('other')), undefined)
+    const beside = request('t')
+    assert.equal(lane(beside), undefined)
+    assert.equal(beside.state.paceBytesPerSecond, 1000)
   })
 })
