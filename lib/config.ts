@@ -27,7 +27,7 @@ export interface Config {
    * Per-tenant fairness in each API process (server/middleware/tenant-gate.ts): requests of one
    * tenant in flight at once (0: no gate), how many more may wait, and for how long.
    */
-  tenantGate: { maxConcurrent: number, maxQueued: number, maxWaitMs: number, maxConcurrentHeavy: number, heavyBurst: number, heavyCreditMs: number, aloneMs: number, streamBytesPerSecond: number }
+  tenantGate: { maxConcurrent: number, maxQueued: number, maxWaitMs: number, maxConcurrentHeavy: number, heavyBurst: number, heavyCreditMs: number, aloneMs: number, heavyBytesPerSecond: number }
   layerCacheTtlSeconds: number
   /**
    * The change feed's live streams (lib/changes): open streams per tenant in each API process
@@ -235,10 +235,11 @@ export function loadConfig (env: Env, release = '0.0.0'): Readonly<Config> {
       // A tenant the process has served alone this long may run heavy requests up to
       // maxConcurrent: nobody else to protect (0: never).
       aloneMs: int(env, 'TENANT_ALONE_SECONDS', 30, 0, 86_400) * 1000,
-      // A heavy request's streamed answer (the NDJSON export) is sent at most this fast while other
-      // tenants use the process: unpaced, its database backend, the API and the reader together
-      // take more than a core for as long as it lasts (0: never paced).
-      streamBytesPerSecond: int(env, 'TENANT_STREAM_MIB_PER_SECOND', 16, 0, 100_000) * 1024 * 1024
+      // A heavy request's answer is sent at most this fast while other tenants use the process, its
+      // slot held until then: a tenant's heavy work per second is bounded by what it reads, not only
+      // by its slots (an unpaced NDJSON export keeps its backend, the API and the reader busy at
+      // once). 0: never paced.
+      heavyBytesPerSecond: int(env, 'TENANT_HEAVY_MIB_PER_SECOND', 16, 0, 100_000) * 1024 * 1024
     }),
     layerCacheTtlSeconds: int(env, 'LAYER_CACHE_TTL_SECONDS', 3600, 0),
     changes: Object.freeze({

@@ -53,7 +53,8 @@ const NO_BODY = new Set([204, 304])
  * client never takes a truncated body for a whole one). HEAD gets the headers only. Every answer
  * carries X-Request-Id and the headers the guards set (`extra`: the rate limit's). Once the answer
  * is written (a stream: ended, failed or cut), `state.release` gives back what the guards held.
- * Returns the status.
+ * With `state.paceBytesPerSecond` (the heavy lane's, tenant-gate.ts), any answer goes out through
+ * `paced`, and its slot is held until the pace has let its last byte go. Returns the status.
  */
 export function send (res: ServerResponse, method: string, a: Answer, state: RequestState, extra?: Record<string, string>): number {
   const status = a.status ?? 200
@@ -66,48 +67,65 @@ export function send (res: ServerResponse, method: string, a: Answer, state: Req
     return status
   }
   headers['Content-Type'] = a.type ?? (a.bytes === undefined ? JSON_TYPE : 'application/octet-stream')
-  if (payload instanceof Readable) {
-    res.writeHead(status, headers)
-    if (method === 'HEAD') { payload.destroy(); res.end(); state.release?.(); return status }
-    // state.log is read only here: reading it makes the request's child logger.
-    const done = (err: Error | null): void => {
-      state.release?.()
-      if (err !== undefined && err !== null && !res.destroyed) state.log.warn({ err }, 'answer stream failed')
-    }
-    if (state.paceBytesPerSecond === undefined) pipeline(payload, res, done)
-    else pipeline(payload, paced(state.paceBytesPerSecond), res, done)
-    return status
-  }
-  const pieces = typeof payload === 'string' || Buffer.isBuffer(payload) ? null : payload
-  headers['Content-Length'] = pieces === null ? Buffer.byteLength(payload as string | Buffer) : pieces.reduce((n, p) => n + p.length, 0)
-  res.writeHead(status, headers)
-  if (method === 'HEAD') res.end()
-  else if (pieces === null) res.end(payload)
+  let stream: Readable
+  if (payload instanceof Readable) stream = payload
   else {
-    res.cork()
-    for (const p of pieces) res.write(p)
-    res.end()
-    res.uncork()
+    const pieces = typeof payload === 'string' || Buffer.isBuffer(payload) ? null : payload
+    headers['Content-Length'] = pieces === null ? Buffer.byteLength(payload as string | Buffer) : pieces.reduce((n, p) => n + p.length, 0)
+    if (state.paceBytesPerSecond === undefined || method === 'HEAD') {
+      res.writeHead(status, headers)
+      if (method === 'HEAD') res.end()
+      else if (pieces === null) res.end(payload)
+      else {
+        res.cork()
+        for (const p of pieces) res.write(p)
+        res.end()
+        res.uncork()
+      }
+      state.release?.()
+      return status
+    }
+    stream = Readable.from(pieces ?? [payload as string | Buffer])
   }
-  state.release?.()
+  res.writeHead(status, headers)
+  if (method === 'HEAD') { stream.destroy(); res.end(); state.release?.(); return status }
+  // state.log is read only here: reading it makes the request's child logger.
+  const done = (err: Error | null): void => {
+    state.release?.()
+    if (err !== undefined && err !== null && !res.destroyed) state.log.warn({ err }, 'answer stream failed')
+  }
+  if (state.paceBytesPerSecond === undefined) pipeline(stream, res, done)
+  else pipeline(stream, paced(state.paceBytesPerSecond), res, done)
   return status
 }
 
+// A paced answer goes out in pieces of this size, each followed by its share of the second.
+const PACED_PIECE = 64 * 1024
+
 /**
- * Passes a stream's chunks on no faster than `bytesPerSecond`: each chunk goes at once, and the
- * next is asked for once this one's share of the second has passed. No credit is saved while the
- * reader is slow, so the rate holds over any stretch, not only on average. Backpressure carries
- * the wait to the producer (a COPY's backend waits on its socket).
+ * Passes bytes on no faster than `bytesPerSecond`: in pieces of at most 64 KiB, each sent at once
+ * and followed by its share of the second before the next (the last one's too: the answer, and
+ * the slot it holds, end when its time is up). No credit is saved while the reader is slow, so the
+ * rate holds over any stretch. Backpressure carries the wait to the producer (a COPY's backend
+ * waits on its socket).
  */
 export function paced (bytesPerSecond: number): Transform {
   let due = performance.now()
   return new Transform({
     transform (chunk: Buffer, _enc, next) {
-      const now = performance.now()
-      due = Math.max(due, now) + chunk.length * 1000 / bytesPerSecond
-      this.push(chunk)
-      if (due - now < 1) next()
-      else setTimeout(next, due - now)
+      let at = 0
+      const step = (): void => {
+        while (at < chunk.length) {
+          const piece = chunk.subarray(at, at + PACED_PIECE)
+          at += piece.length
+          const now = performance.now()
+          due = Math.max(due, now) + piece.length * 1000 / bytesPerSecond
+          this.push(piece)
+          if (due - now >= 1) { setTimeout(step, due - now); return }
+        }
+        next()
+      }
+      step()
     }
   })
 }

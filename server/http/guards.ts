@@ -68,7 +68,7 @@ export function compileRoutes (routes: Route[], deps: GuardDeps): CompiledRoute[
   // tenant's other slot: a heavy request at once, a rendering when the render cache misses.
   // Nothing waits for one of the two kinds of slot holding the other: no cycle.
   const lane = tg.maxConcurrent > 0 && tg.maxConcurrentHeavy > 0
-    ? tenantGate({ ...tg, maxConcurrent: tg.maxConcurrentHeavy, kind: 'heavy requests', burst: { slots: tg.heavyBurst, creditMs: tg.heavyCreditMs }, recent, alone: recent === undefined ? undefined : tg.maxConcurrent, paceBytesPerSecond: tg.streamBytesPerSecond })
+    ? tenantGate({ ...tg, maxConcurrent: tg.maxConcurrentHeavy, kind: 'heavy requests', burst: { slots: tg.heavyBurst, creditMs: tg.heavyCreditMs }, recent, alone: recent === undefined ? undefined : tg.maxConcurrent, paceBytesPerSecond: tg.heavyBytesPerSecond })
     : null
   const heavy = { request: lane === null ? gate : [lane], render: lane === null ? gate : [...gate, heavyLane(lane)] }
   const guardsOf = (spec: RouteSpec): CompiledRoute['guards'] => {

@@ -23,7 +23,7 @@ export interface TenantGateOptions {
    */
   alone?: number
   /**
-   * Bytes a second a streamed answer of a request this gate let in is sent at, at most, while
+   * Bytes a second the answer of a request this gate let in is sent at, at most, while
    * another tenant has entered within `recent`'s window (always, without `recent`). Absent or 0:
    * unpaced.
    */
@@ -85,9 +85,10 @@ const FORGET_MS = 30_000
  * tenant has entered the process's gates within `recent`'s window (a process serving one tenant
  * does not keep its cores idle); the lane's own rules apply again from the moment another does.
  *
- * With `paceBytesPerSecond`, a request let in while others are there has its streamed answer sent
- * no faster than that (exchange.ts): a stream is produced as fast as it is read, so unpaced its
- * cost per second has no bound but the machine's.
+ * With `paceBytesPerSecond`, a request let in while others are there has its answer sent no
+ * faster than that (exchange.ts), holding its slot meanwhile: without it, a tenant with one slot
+ * could still take as many pages or tiles a second as the machine can make, or a stream as fast
+ * as it can be produced.
  */
 export function tenantGate (opts: TenantGateOptions): (req: RouteRequest) => Promise<void> | undefined {
   const lanes = new Map<string, Lane>()
