@@ -3,7 +3,7 @@ import pg from 'pg'
 import type { Db } from '../lib/db.js'
 import * as audit from '../lib/audit/index.js'
 import { AREA, seedCity, type City } from './city.js'
-import { compare, http, httpText, median, recordFigure, startFloor, throughput, withClientCpu, workerChores } from './support.js'
+import { compare, http, httpText, median, recordFigure, startFloor, throughput, untilAlone, withClientCpu, workerChores } from './support.js'
 import { BBOX_SQL, DWITHIN_SQL, FLOOR_STATEMENTS, rawList, rawSpatial } from './raw-sql.js'
 
 // The core paths over HTTP against the physical limit: the best raw SQL for the same answer
@@ -232,8 +232,7 @@ async function benchMillion (env: CoreBenchEnv, pool: pg.Pool, city: City, box: 
   // The neighbour's data stays beside the city's; its requests end TENANT_ALONE_SECONDS (30 s, the
   // API's default) before the city's bbox: an API process that served two tenants within that
   // time holds each to its heavy lane (the fairness section's subject), and this row is the index's.
-  say('core: 31 s without the neighbour\'s requests, so the city\'s tenant has the API to itself again')
-  await new Promise(resolve => setTimeout(resolve, 31_000))
+  await untilAlone(Date.now(), say)
   const bboxSql = rawSpatial(BBOX_SQL)
   await measure('bbox 1,000 of 100,000 beside 1,000,000, c10', 0.67, 200, 10,
     () => httpText(env, cityToken, 'POST', '/v1/queries/objects/run', bboxBody), () => pool.query({ name: 'bbox', text: bboxSql, values: [city.tenantId, ...box] }), () => viaFloor('bbox', [city.tenantId, ...box]))

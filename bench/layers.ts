@@ -7,7 +7,7 @@ import { PbfReader } from 'pbf'
 import type pg from 'pg'
 import type { Db } from '../lib/db.js'
 import { joinBytes, queryBytes } from '../lib/fenced/pg.js'
-import { BENCH_CLIENT, compare, leanRequest, loadAverage, memMb, row, startFloor, throughput, withClientCpu } from './support.js'
+import { BENCH_CLIENT, compare, leanRequest, loadAverage, memMb, row, startFloor, throughput, untilAlone, withClientCpu } from './support.js'
 import { TILE_SQL } from './raw-sql.js'
 import { insertObjects, seedCity, tileAt } from './city.js'
 
@@ -182,8 +182,10 @@ const MILLION = 1_000_000
  * The API process's peak RSS while it streams a million features as NDJSON (over its RSS just
  * before), on the core bench's million-object tenant (bench/city.ts, seeded by COPY).
  */
-async function millionStream (d: LayerBenchDeps): Promise<string[]> {
+async function millionStream (d: LayerBenchDeps, say: (line: string) => void): Promise<string[]> {
+  const layersLastAt = Date.now()
   const city = await seedCity(d.db, d.databaseUrl, MILLION, 2)
+  await untilAlone(layersLastAt, say)
   const seeded = city.seedMs / 1000
   await apiAs(d, city.tenantId, 'POST', '/v1/layers/definitions', { name: 'million', slug: 'million', cacheTtlSeconds: 0, definition: { fields: ['attributes.name', 'attributes.height'] } })
   const idle = memMb(d.apiPid)
@@ -212,6 +214,8 @@ function copyOut (databaseUrl: string, sql: string): Promise<void> {
 
 /** Prints each figure as soon as it is measured. BENCH_LAYERS_MILLION=0 skips the 1M stream (its seeding takes minutes). */
 export async function benchLayers (d: LayerBenchDeps, log: (line: string) => void): Promise<void> {
+  // The sections before this one used other tenants (the streams below are paced beside them).
+  const othersLastAt = Date.now()
   const typeId = await dataset(d)
   await layer(d, 'cold', typeId, 0)
   await layer(d, 'warm', typeId, 3600)
@@ -327,9 +331,10 @@ export async function benchLayers (d: LayerBenchDeps, log: (line: string) => voi
   const copySql = `SELECT json_build_object('type', 'Feature', 'id', o.id, 'geometry', ST_AsGeoJSON(o.geom)::json, 'properties',
     json_build_object('attributes', jsonb_build_object('name', o.attributes #> '{name}', 'height', o.attributes #> '{height}')))::text
     FROM objects o WHERE o.tenant_id = '${TENANT}' AND o.deleted_at IS NULL AND o.type_id = '${typeId}'`
+  await untilAlone(othersLastAt, log)
   const s = await compare(d.rounds,
     async () => { const t0 = Date.now(); await get(d, '/v1/layers/objects/stream?layer=cold'); return N / ((Date.now() - t0) / 1000) },
     async () => { const t0 = Date.now(); await copyOut(d.databaseUrl, copySql); return N / ((Date.now() - t0) / 1000) })
   out.push(row('NDJSON stream vs COPY of the same rows', s, 'features/s'))
-  if (process.env.BENCH_LAYERS_MILLION !== '0') out.push(...await millionStream(d))
+  if (process.env.BENCH_LAYERS_MILLION !== '0') out.push(...await millionStream(d, log))
 }

@@ -513,3 +513,16 @@ export async function meter (db: Db, pids: number[], limited: ChildProcess[] = [
 export function markdownTable (head: string[], rows: string[][]): string[] {
   return [head, head.map(() => '---'), ...rows].map(cells => `| ${cells.join(' | ')} |`)
 }
+
+/**
+ * Waits until TENANT_ALONE_SECONDS (30 s, the API's default) and a second have passed since
+ * `othersLastAt` (a Date.now()), the last request of any tenant but the one measured next: the
+ * API then lets that tenant use its slots and sends its answers unpaced, so a figure measures the
+ * path and not the fairness rules (the fairness section's subject).
+ */
+export async function untilAlone (othersLastAt: number, say: (line: string) => void): Promise<void> {
+  const wait = othersLastAt + 31_000 - Date.now()
+  if (wait <= 0) return
+  say(`(${Math.ceil(wait / 1000)} s without other tenants' requests, so the next tenant has the API to itself)`)
+  await new Promise(resolve => setTimeout(resolve, wait))
+}

@@ -235,10 +235,10 @@ export function loadConfig (env: Env, release = '0.0.0'): Readonly<Config> {
       // A tenant the process has served alone this long may run heavy requests up to
       // maxConcurrent: nobody else to protect (0: never).
       aloneMs: int(env, 'TENANT_ALONE_SECONDS', 30, 0, 86_400) * 1000,
-      // A heavy request's answer is sent at most this fast while other tenants use the process, its
-      // slot held until then: a tenant's heavy work per second is bounded by what it reads, not only
-      // by its slots (an unpaced NDJSON export keeps its backend, the API and the reader busy at
-      // once). 0: never paced.
+      // A tenant's heavy answers are sent at most this fast together while other tenants use the
+      // process, once a second's worth is spent, each holding its slot until then: its heavy work
+      // per second is bounded by what it reads, not only by its slots (an unpaced NDJSON export
+      // keeps its backend, the API and the reader busy at once). 0: never paced.
       heavyBytesPerSecond: int(env, 'TENANT_HEAVY_MIB_PER_SECOND', 16, 0, 100_000) * 1024 * 1024
     }),
     layerCacheTtlSeconds: int(env, 'LAYER_CACHE_TTL_SECONDS', 3600, 0),

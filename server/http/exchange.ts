@@ -53,8 +53,8 @@ const NO_BODY = new Set([204, 304])
  * client never takes a truncated body for a whole one). HEAD gets the headers only. Every answer
  * carries X-Request-Id and the headers the guards set (`extra`: the rate limit's). Once the answer
  * is written (a stream: ended, failed or cut), `state.release` gives back what the guards held.
- * With `state.paceBytesPerSecond` (the heavy lane's, tenant-gate.ts), any answer goes out through
- * `paced`, and its slot is held until the pace has let its last byte go. Returns the status.
+ * With `state.pace` (the heavy lane's, tenant-gate.ts), any answer goes out through `paced`, and
+ * its slot is held until the pace has let its last byte go. Returns the status.
  */
 export function send (res: ServerResponse, method: string, a: Answer, state: RequestState, extra?: Record<string, string>): number {
   const status = a.status ?? 200
@@ -72,7 +72,7 @@ export function send (res: ServerResponse, method: string, a: Answer, state: Req
   else {
     const pieces = typeof payload === 'string' || Buffer.isBuffer(payload) ? null : payload
     headers['Content-Length'] = pieces === null ? Buffer.byteLength(payload as string | Buffer) : pieces.reduce((n, p) => n + p.length, 0)
-    if (state.paceBytesPerSecond === undefined || method === 'HEAD') {
+    if (state.pace === undefined || method === 'HEAD') {
       res.writeHead(status, headers)
       if (method === 'HEAD') res.end()
       else if (pieces === null) res.end(payload)
@@ -94,8 +94,8 @@ export function send (res: ServerResponse, method: string, a: Answer, state: Req
     state.release?.()
     if (err !== undefined && err !== null && !res.destroyed) state.log.warn({ err }, 'answer stream failed')
   }
-  if (state.paceBytesPerSecond === undefined) pipeline(stream, res, done)
-  else pipeline(stream, paced(state.paceBytesPerSecond), res, done)
+  if (state.pace === undefined) pipeline(stream, res, done)
+  else pipeline(stream, paced(state.pace), res, done)
   return status
 }
 
@@ -103,14 +103,11 @@ export function send (res: ServerResponse, method: string, a: Answer, state: Req
 const PACED_PIECE = 64 * 1024
 
 /**
- * Passes bytes on no faster than `bytesPerSecond`: in pieces of at most 64 KiB, each sent at once
- * and followed by its share of the second before the next (the last one's too: the answer, and
- * the slot it holds, end when its time is up). No credit is saved while the reader is slow, so the
- * rate holds over any stretch. Backpressure carries the wait to the producer (a COPY's backend
- * waits on its socket).
+ * Passes bytes on as `charge` allows: in pieces of at most 64 KiB, each sent at once and charged,
+ * and the next (or the end, which gives back the answer's slot) once the wait `charge` names has
+ * passed. Backpressure carries the wait to the producer (a COPY's backend waits on its socket).
  */
-export function paced (bytesPerSecond: number): Transform {
-  let due = performance.now()
+export function paced (charge: (bytes: number) => number): Transform {
   return new Transform({
     transform (chunk: Buffer, _enc, next) {
       let at = 0
@@ -118,10 +115,9 @@ export function paced (bytesPerSecond: number): Transform {
         while (at < chunk.length) {
           const piece = chunk.subarray(at, at + PACED_PIECE)
           at += piece.length
-          const now = performance.now()
-          due = Math.max(due, now) + piece.length * 1000 / bytesPerSecond
           this.push(piece)
-          if (due - now >= 1) { setTimeout(step, due - now); return }
+          const wait = charge(piece.length)
+          if (wait >= 1) { setTimeout(step, wait); return }
         }
         next()
       }

@@ -47,8 +47,11 @@ export interface RequestState {
   maxBodyBytes?: number
   /** Gives back what a guard holds until the answer is written (the tenant gate's slot); idempotent. */
   release?: () => void
-  /** The most bytes a second a streamed answer may be sent at (the heavy lane's pace); absent: unpaced. */
-  paceBytesPerSecond?: number
+  /**
+   * Charges bytes of the answer to the tenant's allowance (the heavy lane's pace, tenant-gate.ts)
+   * and says how many ms to wait before sending more; absent: unpaced.
+   */
+  pace?: (bytes: number) => number
 }
 
 /** The request as a route sees it, the same whichever way it came in. */

@@ -23,9 +23,9 @@ export interface TenantGateOptions {
    */
   alone?: number
   /**
-   * Bytes a second the answer of a request this gate let in is sent at, at most, while
-   * another tenant has entered within `recent`'s window (always, without `recent`). Absent or 0:
-   * unpaced.
+   * Bytes a second a tenant's answers to the requests this gate let in are sent at, together, at
+   * most, once an allowance of one second's worth is spent, while another tenant has entered
+   * within `recent`'s window (always, without `recent`). Absent or 0: unpaced.
    */
   paceBytesPerSecond?: number
 }
@@ -56,9 +56,10 @@ interface Waiter { req: RouteRequest, resolve: () => void, timer: NodeJS.Timeout
  * One tenant's slots in this process: how many are taken, and who waits for one, oldest first.
  * With a burst, also its time credit in ms (at most `creditMs`, below 0 when it owes), when that
  * was last brought up to date, what one of its requests holds a slot for (a moving average), the
- * start of each request holding one, and when it last released one.
+ * start of each request holding one, and when it last released one. With a pace, the bytes its
+ * answers may still send at once (below 0 when they owe), and when that was brought up to date.
  */
-interface Lane { active: number, queue: Waiter[], credit: number, at: number, estimate: number, started: Set<{ at: number }>, used: number }
+interface Lane { active: number, queue: Waiter[], credit: number, at: number, estimate: number, started: Set<{ at: number }>, used: number, bytes: number, bytesAt: number }
 
 // How fast the estimate follows a tenant's requests, and how long an idle tenant's lane is kept.
 const FOLLOW = 0.25
@@ -85,10 +86,11 @@ const FORGET_MS = 30_000
  * tenant has entered the process's gates within `recent`'s window (a process serving one tenant
  * does not keep its cores idle); the lane's own rules apply again from the moment another does.
  *
- * With `paceBytesPerSecond`, a request let in while others are there has its answer sent no
- * faster than that (exchange.ts), holding its slot meanwhile: without it, a tenant with one slot
- * could still take as many pages or tiles a second as the machine can make, or a stream as fast
- * as it can be produced.
+ * With `paceBytesPerSecond`, a request let in while others are there has its answer charged to
+ * the tenant's byte allowance, which refills at that rate up to one second's worth; once it is
+ * spent the answer waits (exchange.ts `paced`), holding its slot. Occasional answers pass at once;
+ * without it, a tenant with one slot could still take as many pages or tiles a second as the
+ * machine can make, or a stream as fast as it can be produced.
  */
 export function tenantGate (opts: TenantGateOptions): (req: RouteRequest) => Promise<void> | undefined {
   const lanes = new Map<string, Lane>()
@@ -115,7 +117,14 @@ export function tenantGate (opts: TenantGateOptions): (req: RouteRequest) => Pro
     const slot = { at: now }
     lane.started.add(slot)
     req.state.release = releaser(tenant, lane, slot, req.state.release)
-    if (pace > 0 && opts.recent?.othersSince(tenant, now) !== false) req.state.paceBytesPerSecond = pace
+    if (pace > 0 && opts.recent?.othersSince(tenant, now) !== false) req.state.pace = bytes => charge(lane, bytes)
+  }
+  // Takes `bytes` from the tenant's allowance; the ms until it is back to zero, if it owes.
+  const charge = (lane: Lane, bytes: number): number => {
+    const now = performance.now()
+    lane.bytes = Math.min(pace, lane.bytes + (now - lane.bytesAt) * pace / 1000) - bytes
+    lane.bytesAt = now
+    return lane.bytes >= 0 ? 0 : -lane.bytes * 1000 / pace
   }
   // Gives back a slot and lets in whoever now fits, oldest first. Without a burst an idle tenant
   // leaves no entry behind; with one, its entry is kept (what it owes is not forgotten) until the
@@ -162,7 +171,7 @@ export function tenantGate (opts: TenantGateOptions): (req: RouteRequest) => Pro
     sweep(now)
     opts.recent?.saw(tenant, now)
     let lane = lanes.get(tenant)
-    if (lane === undefined) lanes.set(tenant, lane = { active: 0, queue: [], credit: 0, at: now, estimate: burst?.creditMs ?? 0, started: new Set(), used: now })
+    if (lane === undefined) lanes.set(tenant, lane = { active: 0, queue: [], credit: 0, at: now, estimate: burst?.creditMs ?? 0, started: new Set(), used: now, bytes: pace, bytesAt: now })
     if (lane.queue.length === 0 && admits(tenant, lane, now)) {
       take(tenant, lane, req, now)
       return undefined

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict'
 import { recentTenants, tenantGate } from '../../server/middleware/tenant-gate.js'
 import type { RouteRequest } from '../../server/http/route.js'
 
-const request = (tenantId: string) => ({ service: { tenantId }, state: {}, answerHeaders: {} }) as unknown as RouteRequest & { state: { release?: () => void, paceBytesPerSecond?: number } }
+const request = (tenantId: string) => ({ service: { tenantId }, state: {}, answerHeaders: {} }) as unknown as RouteRequest & { state: { release?: () => void, pace?: (bytes: number) => number } }
 
 describe('tenantGate', () => {
   it('admits up to its limit without waiting, then queues first come first served per tenant', async () => {
@@ -88,16 +88,22 @@ describe('tenantGate', () => {
     for (const r of two) r.state.release?.()
   })
 
-  it('paces the streamed answer of a request it lets in while another tenant is there, not of one alone', () => {
+  it('charges the answers of a tenant let in while another is there to one allowance, refilled at the pace up to a second of it', async () => {
     const recent = recentTenants(60_000)
-    const lane = tenantGate({ maxConcurrent: 1, maxQueued: 0, maxWaitMs: 1000, recent, paceBytesPerSecond: 1000 })
+    const lane = tenantGate({ maxConcurrent: 2, maxQueued: 0, maxWaitMs: 1000, recent, paceBytesPerSecond: 1000 })
     const alone = request('t')
     assert.equal(lane(alone), undefined)
-    assert.equal(alone.state.paceBytesPerSecond, undefined)
+    assert.equal(alone.state.pace, undefined, 'alone: unpaced')
     alone.state.release?.()
     assert.equal(lane(request('other')), undefined)
-    const beside = request('t')
-    assert.equal(lane(beside), undefined)
-    assert.equal(beside.state.paceBytesPerSecond, 1000)
+    const [one, two] = [request('t'), request('t')]
+    for (const r of [one, two]) assert.equal(lane(r), undefined)
+    assert.equal(one.state.pace!(600), 0, 'within the allowance of one second (1,000 bytes)')
+    // Both answers draw on the same allowance: 400 bytes left, 900 asked, 500 owed at 1,000 a second.
+    const wait = two.state.pace!(900)
+    assert.ok(wait > 490 && wait <= 500, `waits ${wait} ms`)
+    await new Promise(resolve => setTimeout(resolve, 100))
+    const later = one.state.pace!(0)
+    assert.ok(later > 380 && later <= 400, `after 100 ms the debt is 100 bytes smaller: waits ${later} ms`)
   })
 })
