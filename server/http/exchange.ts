@@ -53,8 +53,9 @@ const NO_BODY = new Set([204, 304])
  * client never takes a truncated body for a whole one). HEAD gets the headers only. Every answer
  * carries X-Request-Id and the headers the guards set (`extra`: the rate limit's). Once the answer
  * is written (a stream: ended, failed or cut), `state.release` gives back what the guards held.
- * With `state.pace` (the heavy lane's, tenant-gate.ts), any answer goes out through `paced`, and
- * its slot is held until the pace has let its last byte go. Returns the status.
+ * With `state.pace` (the heavy lane's, tenant-gate.ts), a stream goes out through `paced`, and an
+ * answer already made at once; either way its slot is held until the pace has let its bytes go.
+ * Returns the status.
  */
 export function send (res: ServerResponse, method: string, a: Answer, state: RequestState, extra?: Record<string, string>): number {
   const status = a.status ?? 200
@@ -67,35 +68,35 @@ export function send (res: ServerResponse, method: string, a: Answer, state: Req
     return status
   }
   headers['Content-Type'] = a.type ?? (a.bytes === undefined ? JSON_TYPE : 'application/octet-stream')
-  let stream: Readable
-  if (payload instanceof Readable) stream = payload
-  else {
-    const pieces = typeof payload === 'string' || Buffer.isBuffer(payload) ? null : payload
-    headers['Content-Length'] = pieces === null ? Buffer.byteLength(payload as string | Buffer) : pieces.reduce((n, p) => n + p.length, 0)
-    if (state.pace === undefined || method === 'HEAD') {
-      res.writeHead(status, headers)
-      if (method === 'HEAD') res.end()
-      else if (pieces === null) res.end(payload)
-      else {
-        res.cork()
-        for (const p of pieces) res.write(p)
-        res.end()
-        res.uncork()
-      }
+  if (payload instanceof Readable) {
+    res.writeHead(status, headers)
+    if (method === 'HEAD') { payload.destroy(); res.end(); state.release?.(); return status }
+    // state.log is read only here: reading it makes the request's child logger.
+    const done = (err: Error | null): void => {
       state.release?.()
-      return status
+      if (err !== undefined && err !== null && !res.destroyed) state.log.warn({ err }, 'answer stream failed')
     }
-    stream = Readable.from(pieces ?? [payload as string | Buffer])
+    if (state.pace === undefined) pipeline(payload, res, done)
+    else pipeline(payload, paced(state.pace), res, done)
+    return status
   }
+  const pieces = typeof payload === 'string' || Buffer.isBuffer(payload) ? null : payload
+  const length = pieces === null ? Buffer.byteLength(payload as string | Buffer) : pieces.reduce((n, p) => n + p.length, 0)
+  headers['Content-Length'] = length
   res.writeHead(status, headers)
-  if (method === 'HEAD') { stream.destroy(); res.end(); state.release?.(); return status }
-  // state.log is read only here: reading it makes the request's child logger.
-  const done = (err: Error | null): void => {
-    state.release?.()
-    if (err !== undefined && err !== null && !res.destroyed) state.log.warn({ err }, 'answer stream failed')
+  if (method === 'HEAD') res.end()
+  else if (pieces === null) res.end(payload)
+  else {
+    res.cork()
+    for (const p of pieces) res.write(p)
+    res.end()
+    res.uncork()
   }
-  if (state.pace === undefined) pipeline(stream, res, done)
-  else pipeline(stream, paced(state.pace), res, done)
+  // A paced answer already made (a page, a tile) goes out at once; what it owes is paid by holding
+  // its slot for that long, so the tenant's next heavy request waits instead.
+  const owed = method === 'HEAD' || state.pace === undefined ? 0 : state.pace(length)
+  if (owed < 1) state.release?.()
+  else setTimeout(() => { state.release?.() }, owed)
   return status
 }
 
