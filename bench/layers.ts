@@ -214,11 +214,13 @@ function copyOut (databaseUrl: string, sql: string): Promise<void> {
 
 /** Prints each figure as soon as it is measured. BENCH_LAYERS_MILLION=0 skips the 1M stream (its seeding takes minutes). */
 export async function benchLayers (d: LayerBenchDeps, log: (line: string) => void): Promise<void> {
-  // The sections before this one used other tenants (the streams below are paced beside them).
+  // The sections before this one used other tenants: beside them this one's heavy answers would
+  // be paced and held to the lane.
   const othersLastAt = Date.now()
   const typeId = await dataset(d)
   await layer(d, 'cold', typeId, 0)
   await layer(d, 'warm', typeId, 3600)
+  await untilAlone(othersLastAt, log)
   const out = { push: (...lines: string[]) => { for (const l of lines) log(l) } }
   out.push(`layers: ${N} points; tiles cold (cache off) at c1, warm at c10 (cache hit); client ${BENCH_CLIENT}`)
   // Beside the direct statement, the HTTP floor (bench/floor-server.ts): the same statement read the
@@ -331,7 +333,6 @@ export async function benchLayers (d: LayerBenchDeps, log: (line: string) => voi
   const copySql = `SELECT json_build_object('type', 'Feature', 'id', o.id, 'geometry', ST_AsGeoJSON(o.geom)::json, 'properties',
     json_build_object('attributes', jsonb_build_object('name', o.attributes #> '{name}', 'height', o.attributes #> '{height}')))::text
     FROM objects o WHERE o.tenant_id = '${TENANT}' AND o.deleted_at IS NULL AND o.type_id = '${typeId}'`
-  await untilAlone(othersLastAt, log)
   const s = await compare(d.rounds,
     async () => { const t0 = Date.now(); await get(d, '/v1/layers/objects/stream?layer=cold'); return N / ((Date.now() - t0) / 1000) },
     async () => { const t0 = Date.now(); await copyOut(d.databaseUrl, copySql); return N / ((Date.now() - t0) / 1000) })

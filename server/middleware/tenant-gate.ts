@@ -53,10 +53,10 @@ export function recentTenants (windowMs: number): RecentTenants {
 interface Waiter { req: RouteRequest, resolve: () => void, timer: NodeJS.Timeout }
 
 /**
- * One tenant's slots in this process: how many are taken, and who waits for one, oldest first.
- * With a burst, also its time credit in ms (at most `creditMs`, below 0 when it owes), when that
- * was last brought up to date, what one of its requests holds a slot for (a moving average), the
- * start of each request holding one, and when it last released one. With a pace, the bytes its
+ * One tenant's slots in this process: how many are taken, who waits for one, oldest first, and
+ * when it last released one. With a burst, also its time credit in ms (at most `creditMs`, below 0
+ * when it owes), when that was last brought up to date, what one of its requests holds a slot for
+ * (a moving average) and the start of each request holding one. With a pace, the bytes its
  * answers may still send at once (below 0 when they owe), and when that was brought up to date.
  */
 interface Lane { active: number, queue: Waiter[], credit: number, at: number, estimate: number, started: Set<{ at: number }>, used: number, bytes: number, bytesAt: number }
@@ -96,6 +96,9 @@ export function tenantGate (opts: TenantGateOptions): (req: RouteRequest) => Pro
   const lanes = new Map<string, Lane>()
   const burst = opts.burst !== undefined && opts.burst.slots > opts.maxConcurrent ? opts.burst : null
   const pace = opts.paceBytesPerSecond ?? 0
+  // A lane that charges by time or bytes keeps an idle tenant's entry (what it owes, what it has
+  // spent) until the sweep forgets it; a plain one drops it with the tenant's last slot.
+  const keeps = burst !== null || pace > 0
   let swept = 0
 
   const refill = (lane: Lane, now: number): void => {
@@ -126,9 +129,9 @@ export function tenantGate (opts: TenantGateOptions): (req: RouteRequest) => Pro
     lane.bytesAt = now
     return lane.bytes >= 0 ? 0 : -lane.bytes * 1000 / pace
   }
-  // Gives back a slot and lets in whoever now fits, oldest first. Without a burst an idle tenant
-  // leaves no entry behind; with one, its entry is kept (what it owes is not forgotten) until the
-  // sweep finds it idle for FORGET_MS and out of debt.
+  // Gives back a slot and lets in whoever now fits, oldest first. An idle tenant leaves no entry
+  // behind, unless the lane `keeps` it (what it owes is not forgotten) until the sweep finds it
+  // idle for FORGET_MS and out of debt.
   const release = (tenant: string, lane: Lane, slot: { at: number }): void => {
     const now = performance.now()
     lane.active--
@@ -139,18 +142,18 @@ export function tenantGate (opts: TenantGateOptions): (req: RouteRequest) => Pro
       // requests are long to its slot, and slots held while alone are not held against it later.
       lane.credit = Math.max(-burst.creditMs, lane.credit - (now - slot.at))
       lane.estimate += FOLLOW * (now - slot.at - lane.estimate)
-      lane.used = now
     }
+    lane.used = now
     while (lane.queue.length > 0 && admits(tenant, lane, now)) {
       const next = lane.queue.shift()!
       clearTimeout(next.timer)
       take(tenant, lane, next.req, now)
       next.resolve()
     }
-    if (burst === null && lane.active === 0) lanes.delete(tenant)
+    if (!keeps && lane.active === 0) lanes.delete(tenant)
   }
   const sweep = (now: number): void => {
-    if (burst === null || now - swept < FORGET_MS) return
+    if (!keeps || now - swept < FORGET_MS) return
     swept = now
     for (const [tenant, lane] of lanes) {
       refill(lane, now)

@@ -106,4 +106,18 @@ describe('tenantGate', () => {
     const later = one.state.pace!(0)
     assert.ok(later > 380 && later <= 400, `after 100 ms the debt is 100 bytes smaller: waits ${later} ms`)
   })
+
+  it('keeps what a tenant has spent of its allowance when its last slot is given back, without a burst too', () => {
+    const recent = recentTenants(60_000)
+    const lane = tenantGate({ maxConcurrent: 1, maxQueued: 0, maxWaitMs: 1000, recent, paceBytesPerSecond: 1000 })
+    assert.equal(lane(request('other')), undefined)
+    const first = request('t')
+    assert.equal(lane(first), undefined)
+    assert.equal(first.state.pace!(1000), 0)
+    first.state.release?.()
+    const next = request('t')
+    assert.equal(lane(next), undefined)
+    const wait = next.state.pace!(500)
+    assert.ok(wait > 480, `the allowance was spent, not renewed with the slot: waits ${wait} ms`)
+  })
 })
