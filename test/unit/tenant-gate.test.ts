@@ -102,9 +102,10 @@ describe('tenantGate', () => {
     // Both answers draw on the same allowance: 400 bytes left, 900 asked, 500 owed at 1,000 a second.
     const wait = two.state.pace!(900)
     assert.ok(wait > 490 && wait <= 500, `waits ${wait} ms`)
+    // A timer may fire a fraction of a ms before performance.now() says its time is up.
     await new Promise(resolve => setTimeout(resolve, 100))
     const later = one.state.pace!(0)
-    assert.ok(later > 380 && later <= 400, `after 100 ms the debt is 100 bytes smaller: waits ${later} ms`)
+    assert.ok(later > 380 && later < 402, `after 100 ms the debt is 100 bytes smaller: waits ${later} ms`)
   })
 
   it('keeps what a tenant has spent of its allowance when its last slot is given back, without a burst too', () => {
