@@ -11,7 +11,6 @@ import { graphqlContext, type GraphqlContext } from './context.js'
 import { graphqlSchema, printedSchema } from './schema.js'
 import { costLimit, depthRule, sizeRule, MAX_COST, MAX_DEPTH } from './limits.js'
 import { formatError, logUnexpected } from './errors.js'
-import { fastList } from './fast-list.js'
 
 export { graphqlSchema, printedSchema } from './schema.js'
 
@@ -105,7 +104,7 @@ function createApollo (limits: GraphqlLimits): ApolloServer<GraphqlContext> {
     stringifyResult,
     // Cache-control hints would cost a hook per resolved field and answer nothing here: tenant
     // data is never cacheable by a shared cache. No landing page: the schema is at /graphql/schema.gql.
-    plugins: [costLimit(), fastList(), logUnexpected(), ApolloServerPluginCacheControlDisabled(), ApolloServerPluginLandingPageDisabled()]
+    plugins: [costLimit(), logUnexpected(), ApolloServerPluginCacheControlDisabled(), ApolloServerPluginLandingPageDisabled()]
   })
   // Registrars are synchronous; requests wait for the start (a failed start fails them with a 500).
   apollo.startInBackgroundHandlingStartupErrorsByLoggingAndFailingAllRequests()
