@@ -30,8 +30,13 @@ const SAMPLE_MS = 2000
 // The floor's open loop: percentiles settle long before the memory trend does.
 const FLOOR_SECONDS = Number(process.env.BENCH_SOAK_FLOOR_SECONDS ?? 120)
 const FLOOR_WARM_SECONDS = 15
-// Stand-in for autovacuum, which the bench's server runs without: the churned tables every minute.
+// Stand-in for autovacuum where the server runs without it (CI's): the churned tables every minute.
+// With autovacuum on it is not run: an unthrottled VACUUM of objects and their versions takes a
+// core for a second or more, a stall of the bench's own making on top of autovacuum's.
 const VACUUM_MS = 60_000
+// How often the database's maintenance (VACUUM, ANALYZE, by autovacuum or anyone) is looked for
+// during the load, to tell which slow calls it overlapped.
+const MAINTENANCE_POLL_MS = 100
 // RSS slope over the second half above which memory is said to climb: see bench/README.md "soak".
 const SLOPE_GOAL_MB_PER_MIN = 1
 
@@ -226,6 +231,35 @@ function sampleRss (pids: Record<string, number>): { samples: Record<string, Arr
   return { samples, stop: () => { clearInterval(timer); take() } }
 }
 
+/**
+ * Polls the database every MAINTENANCE_POLL_MS for a VACUUM or ANALYZE in progress (autovacuum's
+ * workers, or any session's); `during(start, end)` says whether one ran in that span (ms since `t0`).
+ */
+function watchMaintenance (env: SoakBenchEnv, t0: number): { during: (start: number, end: number) => boolean, share: () => number, stop: () => Promise<void> } {
+  const seen: number[] = [] // poll times (ms since t0) at which maintenance was running
+  let polls = 0
+  let stopped = false
+  const loop = (async () => {
+    while (!stopped) {
+      const r = await env.db.raw("SELECT count(*)::int AS n FROM pg_stat_activity WHERE backend_type = 'autovacuum worker' OR (state = 'active' AND query ~* '^\\s*(vacuum|analyze)')")
+      polls++
+      if (r.rows[0].n > 0) seen.push(performance.now() - t0)
+      await new Promise(resolve => setTimeout(resolve, MAINTENANCE_POLL_MS))
+    }
+  })()
+  return {
+    during: (start, end) => {
+      // The first poll at or after start - one interval: a run seen there overlapped the span.
+      let lo = 0
+      let hi = seen.length
+      while (lo < hi) { const mid = (lo + hi) >> 1; if (seen[mid] < start - MAINTENANCE_POLL_MS) lo = mid + 1; else hi = mid }
+      return lo < seen.length && seen[lo] <= end + MAINTENANCE_POLL_MS
+    },
+    share: () => polls === 0 ? 0 : seen.length / polls,
+    stop: async () => { stopped = true; await loop }
+  }
+}
+
 const ms = (v: number) => v < 10 ? v.toFixed(1) : v.toFixed(0)
 
 export async function benchSoak (env: SoakBenchEnv, say: (line: string) => void): Promise<void> {
@@ -248,13 +282,25 @@ export async function benchSoak (env: SoakBenchEnv, say: (line: string) => void)
     const rss = sampleRss({ API: env.apiPid, worker: workers[0].pid! })
     const memoryBefore = memoryParts(await scrape(env.baseUrl))
     let vacuuming = Promise.resolve()
-    const vacuum = setInterval(() => { vacuuming = vacuuming.then(() => settle(env.db, ['objects', 'object_versions'])).catch(() => {}) }, VACUUM_MS)
+    const autovacuum = (await env.db.raw("SELECT current_setting('autovacuum') = 'on' AS on")).rows[0].on as boolean
+    const vacuum = autovacuum ? undefined : setInterval(() => { vacuuming = vacuuming.then(() => settle(env.db, ['objects', 'object_versions'])).catch(() => {}) }, VACUUM_MS)
     const t0 = performance.now()
+    const maintenance = watchMaintenance(env, t0)
+    // Each call's start (ms into the load) and latency, to set apart those that overlapped maintenance.
+    const spans = new Map<Op, Array<[number, number]>>()
     try {
-      await openLoop(rate, SECONDS, async i => { await log.time(CYCLE[i % CYCLE.length], () => call(env, w, CYCLE[i % CYCLE.length], i)) })
+      await openLoop(rate, SECONDS, async i => {
+        const op = CYCLE[i % CYCLE.length]
+        const start = performance.now()
+        await log.time(op, () => call(env, w, op, i))
+        let xs = spans.get(op)
+        if (xs === undefined) spans.set(op, xs = [])
+        xs.push([start - t0, performance.now() - start])
+      })
     } finally {
       clearInterval(vacuum)
       rss.stop()
+      await maintenance.stop()
       await vacuuming
     }
     const took = (performance.now() - t0) / 1000
@@ -272,17 +318,20 @@ export async function benchSoak (env: SoakBenchEnv, say: (line: string) => void)
     const calls = log.latencies().length
     say(`soak: ${calls} calls in ${took.toFixed(0)} s (${(calls / took).toFixed(0)}/s); load at the end ${loadAverage()}`)
     say('')
-    say(`| operation | calls | p50 (ms) | p99 (ms) | p99 / p50 | goal | errors | HTTP floor p50 / p99 (ms), ${FLOOR_SECONDS} s | floor p99 / p50 |`)
-    say('|---|---:|---:|---:|---:|---:|---:|---:|---:|')
+    say(`soak: the database ran VACUUM or ANALYZE (autovacuum's or another session's) in ${(maintenance.share() * 100).toFixed(0)} % of the load's ${MAINTENANCE_POLL_MS} ms polls${autovacuum ? '' : `; autovacuum is off, so the bench vacuumed the churned tables every ${VACUUM_MS / 1000} s`}`)
+    say('')
+    say(`| operation | calls | p50 (ms) | p99 (ms) | p99 / p50 | goal | calls clear of VACUUM/ANALYZE: p50 / p99 (ms), p99 / p50 | errors | HTTP floor p50 / p99 (ms), ${FLOOR_SECONDS} s | floor p99 / p50 |`)
+    say('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|')
     const line = (name: string, op?: Op, goal = true) => {
       const [xs, fs] = [log.latencies(op), floorLog.latencies(op)]
-      const [p50, p99, f50, f99] = [percentile(xs, 0.5), percentile(xs, 0.99), percentile(fs, 0.5), percentile(fs, 0.99)]
+      const clear = (op === undefined ? [...spans.values()].flat() : spans.get(op) ?? []).filter(([start, took]) => !maintenance.during(start, start + took)).map(([, took]) => took)
+      const [p50, p99, f50, f99, c50, c99] = [percentile(xs, 0.5), percentile(xs, 0.99), percentile(fs, 0.5), percentile(fs, 0.99), percentile(clear, 0.5), percentile(clear, 0.99)]
       const floor = fs.length === 0 ? '| none (no raw statement) | |' : `| ${ms(f50)} / ${ms(f99)} | ${(f99 / f50).toFixed(1)} |`
-      say(`| ${name} | ${xs.length} | ${ms(p50)} | ${ms(p99)} | ${(p99 / p50).toFixed(1)} | ${goal ? `<= 3${p99 <= 3 * p50 ? '' : ' (missed)'}` : ''} | ${log.count(s => !ok(s), op)} ${floor}`)
+      say(`| ${name} | ${xs.length} | ${ms(p50)} | ${ms(p99)} | ${(p99 / p50).toFixed(1)} | ${goal ? `<= 3${p99 <= 3 * p50 ? '' : ' (missed)'}` : ''} | ${clear.length}: ${ms(c50)} / ${ms(c99)}, ${(c99 / c50).toFixed(1)} | ${log.count(s => !ok(s), op)} ${floor}`)
     }
     for (const op of new Set(CYCLE)) line(op, op)
     line('all (mixed operations: not held to the goal)', undefined, false)
-    if (succeeded !== undefined) say(`| automation run, queued -> effect committed | ${succeeded.n} | ${ms(succeeded.p50 ?? 0)} | ${ms(succeeded.p99 ?? 0)} | ${((succeeded.p99 ?? 0) / (succeeded.p50 ?? 1)).toFixed(1)} | | ${failedRuns} failed, ${unfinished} unfinished | | |`)
+    if (succeeded !== undefined) say(`| automation run, queued -> effect committed | ${succeeded.n} | ${ms(succeeded.p50 ?? 0)} | ${ms(succeeded.p99 ?? 0)} | ${((succeeded.p99 ?? 0) / (succeeded.p50 ?? 1)).toFixed(1)} | | | ${failedRuns} failed, ${unfinished} unfinished | | |`)
     if (floorLog.count(s => !ok(s)) > 0) say(`soak: the HTTP floor answered ${floorLog.names().map(op => `${op} ${floorLog.statusLine(op)}`).join('; ')}`)
     say('')
     say(`| process | RSS first (MB) | RSS last (MB) | min / max (MB) | slope over the second half (MB/min) | goal |`)
