@@ -2,7 +2,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks'
 import type { Db } from '../lib/db.js'
 import { AREA, insertObjects, seedCity } from './city.js'
 import { floodKinds, startFlood, type FloodKind, type Flooder } from './flood.js'
-import { OpLog, benchTenant, gauge, http, leanRequest, loadAverage, openLoop, percentile, statusOf } from './support.js'
+import { OpLog, benchTenant, gauge, http, leanRequest, loadAverage, meter, openLoop, percentile, statusOf } from './support.js'
 
 // Per-tenant fairness (issue 35 point 1; docs/behaviour.md "Per-tenant fairness"): while one tenant floods
 // the most expensive requests a viewer's token can build, another tenant's get, create and list
@@ -14,6 +14,7 @@ export interface FairnessBenchEnv {
   databaseUrl: string
   baseUrl: string
   tokenFor: (tenant: string, roles?: string[]) => string
+  apiPid: number
 }
 
 const SECONDS = Number(process.env.BENCH_FLOOD_SECONDS ?? 60)
@@ -125,19 +126,32 @@ async function watch (env: FairnessBenchEnv, done: () => boolean, log: OpLog, st
   ])
 }
 
-/** One condition's phases: the quiet tenant's calls, the readiness polls and the strain. */
-interface Condition { quiet: OpLog, ready: OpLog, strain: Strain }
+/**
+ * One condition's phases: the quiet tenant's calls, the readiness polls, the strain, and the CPU
+ * spent over them (seconds) by the API, the flood's process and this one, and by the database.
+ */
+interface Condition { quiet: OpLog, ready: OpLog, strain: Strain, cpu: { seconds: number, api: number, flood: number, bench: number, database: number, idle: number, ticks: number } }
 
-const condition = (): Condition => ({ quiet: new OpLog(), ready: new OpLog(), strain: { poolWaiting: 0, loopLagMs: 0, clientLagMs: 0 } })
+const condition = (): Condition => ({ quiet: new OpLog(), ready: new OpLog(), strain: { poolWaiting: 0, loopLagMs: 0, clientLagMs: 0 }, cpu: { seconds: 0, api: 0, flood: 0, bench: 0, database: 0, idle: 0, ticks: 0 } })
 
 /** A phase: the quiet tenant's load and the readiness poll, with the flood running or not, into `c`. */
-async function phase (env: FairnessBenchEnv, q: Quiet, seconds: number, c: Condition): Promise<void> {
+async function phase (env: FairnessBenchEnv, q: Quiet, seconds: number, c: Condition, floodPid: number): Promise<void> {
   let done = false
   const lag = monitorEventLoopDelay({ resolution: 10 })
   lag.enable()
+  const ends = await Promise.all([env.apiPid, floodPid, process.pid].map(pid => meter(env.db, [pid])))
+  const t0 = performance.now()
   const watching = watch(env, () => done, c.ready, c.strain)
   await quietLoad(env, q, seconds, c.quiet)
   done = true
+  const [api, flood, bench] = await Promise.all(ends.map(end => end()))
+  c.cpu.seconds += (performance.now() - t0) / 1000
+  c.cpu.api += api.processes
+  c.cpu.flood += flood.processes
+  c.cpu.bench += bench.processes
+  c.cpu.database += api.database
+  c.cpu.idle += api.idle
+  c.cpu.ticks += api.ticks
   await watching
   lag.disable()
   c.strain.clientLagMs = Math.max(c.strain.clientLagMs, lag.max / 1e6)
@@ -168,12 +182,12 @@ export async function benchFairness (env: FairnessBenchEnv, say: (line: string) 
   let floodLoad = ''
   try {
     for (let round = 0; round < ALTERNATIONS; round++) {
-      await phase(env, q, each, alone)
+      await phase(env, q, each, alone, flood.pid)
       const t0 = performance.now()
       flood.resume()
       // The flood first fills the tenant's slots and queue; the quiet tenant is measured after that.
       await new Promise(resolve => setTimeout(resolve, 3000))
-      await phase(env, q, each, flooded)
+      await phase(env, q, each, flooded, flood.pid)
       floodLoad = loadAverage()
       // Its requests in flight answer (the queued ones after up to TENANT_QUEUE_TIMEOUT_MS) before the next quiet phase.
       for (const [name, took, status] of await flood.pause()) allFlood.add(name, took, status)
@@ -199,5 +213,7 @@ export async function benchFairness (env: FairnessBenchEnv, say: (line: string) 
   say(`| readiness not 200 (of polls) | ${alone.ready.count(s => s !== 200)} of ${alone.ready.latencies().length} | | ${notReady} of ${flooded.ready.latencies().length} | | | 0${notReady === 0 ? '' : ' (missed)'} |`)
   for (const [name, c] of [['alone', alone], ['flood', flooded]] as const) {
     say(`${name}: at most ${c.strain.poolWaiting} requests waiting for a database connection; the API's longest event-loop delay ${c.strain.loopLagMs.toFixed(0)} ms, the bench's ${c.strain.clientLagMs.toFixed(0)} ms`)
+    const cores = (v: number) => (v / c.cpu.seconds).toFixed(2)
+    say(`${name}: cores in use over the phases: the API ${cores(c.cpu.api)}, the database ${cores(c.cpu.database)}, the flood's process ${cores(c.cpu.flood)}, this process ${cores(c.cpu.bench)}; the machine idle ${(100 * c.cpu.idle / Math.max(1, c.cpu.ticks)).toFixed(0)} %`)
   }
 }

@@ -86,7 +86,7 @@ type Answer = [name: string, ms: number, status: number]
  * loops, each sending the kinds in turn; `pause` stops them and resolves, once the requests in
  * flight have answered, with every answer since the last pause; `stop` ends the process.
  */
-export async function startFlood (start: Start): Promise<{ resume: () => void, pause: () => Promise<Answer[]>, stop: () => void }> {
+export async function startFlood (start: Start): Promise<{ pid: number, resume: () => void, pause: () => Promise<Answer[]>, stop: () => void }> {
   const child = fork(new URL(import.meta.url).pathname, [], { execArgv: ['--import', 'tsx'], env: { ...process.env, BENCH_FLOOD_CHILD: '1' }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] })
   const message = () => new Promise<any>((resolve, reject) => {
     const exit = (code: number | null) => { reject(new Error(`the flood's process exited ${code}`)) }
@@ -97,6 +97,7 @@ export async function startFlood (start: Start): Promise<{ resume: () => void, p
   child.send(start)
   await ready
   return {
+    pid: child.pid!,
     resume: () => { child.send('resume') },
     pause: async () => {
       const answers = message()

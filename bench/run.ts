@@ -99,7 +99,7 @@ try {
   if (wants('citus')) await benchCitus({ ...ctx, env, freePort }, line => console.log(line))
   if (wants('fleet')) await benchFleet({ ...ctx, env }, line => console.log(line))
   if (wants('embedded')) for (const line of await benchEmbedded({ ...ctx, apiPid: api.pid ?? 0 })) console.log(line)
-  if (wants('fairness')) await benchFairness(ctx, line => console.log(line))
+  if (wants('fairness')) await benchFairness({ ...ctx, apiPid: api.pid ?? 0 }, line => console.log(line))
   if (wants('soak')) await benchSoak({ ...ctx, env, apiPid: api.pid ?? 0, snapshotDir, apiMemoryMb }, line => console.log(line))
   else if (only.size === 0) console.log('soak: not run (only when BENCH_ONLY names it)')
 } finally {
