@@ -13,7 +13,9 @@ import type { FleetBenchEnv } from './fleet.js'
 // stopped, and the other would idle.
 
 const MILLICORES = Number(process.env.BENCH_FLEET_API_MILLICORES ?? 250)
-const REQUESTS = Number(process.env.BENCH_FLEET_REQUESTS ?? 3000)
+// A round lasts seconds, tens of the quota's 100 ms periods: over one second, a pod stopped by its
+// quota as the round ends (or one that starts it with a period's quota unspent) moved the ratio.
+const REQUESTS = Number(process.env.BENCH_FLEET_REQUESTS ?? 12000)
 const WARM_REQUESTS = Number(process.env.BENCH_FLEET_API_WARMUP ?? 2000)
 const CLIENTS_PER_WEB = Number(process.env.BENCH_FLEET_API_CLIENTS ?? 16)
 const GOAL = 1.8
