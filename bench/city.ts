@@ -128,7 +128,7 @@ export async function seedCity (db: Db, databaseUrl: string, count: number, seed
  * by the statistics of that moment. If autovacuum had last analyzed `objects` while it held no
  * committed rows (after the bench's TRUNCATE, or during a seeding transaction), the planner costs
  * every index alike and could pick the GiST index on (tenant_id, geography) for the check: a scan
- * of all the tenant's rows for every version, minutes for 50,000 instead of a second.
+ * of all the tenant's rows for every version.
  */
 export async function insertObjects (db: Db, tenantId: string, typeId: string, n: number, attributes: string, geometry: string, bindings: number[] = []): Promise<void> {
   await db.transaction(async tx => {
