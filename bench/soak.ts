@@ -31,8 +31,8 @@ const SAMPLE_MS = 2000
 const FLOOR_SECONDS = Number(process.env.BENCH_SOAK_FLOOR_SECONDS ?? 120)
 const FLOOR_WARM_SECONDS = 15
 // Stand-in for autovacuum where the server runs without it (CI's): the churned tables every minute.
-// With autovacuum on it is not run: an unthrottled VACUUM of objects and their versions takes a
-// core for a second or more, a stall of the bench's own making on top of autovacuum's.
+// With autovacuum on it is not run: an unthrottled VACUUM of objects and their versions holds a
+// core while it runs, a stall of the bench's own making on top of autovacuum's.
 const VACUUM_MS = 60_000
 // How often the database's maintenance (VACUUM, ANALYZE, by autovacuum or anyone) is looked for
 // during the load, to tell which slow calls it overlapped.
