@@ -110,7 +110,6 @@ export async function seedCity (db: Db, databaseUrl: string, count: number, seed
       SELECT tenant_id, c.counter, type_id::text, count(*) FROM objects, (VALUES ('objects'), ('object_changes')) c(counter)
       WHERE tenant_id = $1 GROUP BY 1, 2, 3`, [tenantId])
     await client.query('COMMIT')
-    await client.query('ANALYZE objects')
     await client.query('ANALYZE object_versions')
   } finally {
     await client.end()
@@ -119,9 +118,9 @@ export async function seedCity (db: Db, databaseUrl: string, count: number, seed
 }
 
 /**
- * Inserts `n` objects of one published type that has none yet, with their first versions and the counter deltas the
- * pipeline would have written, in one transaction, then ANALYZEs. `attributes` and `geometry` are
- * SQL expressions of the row number `i`, their `?` bindings given in that order.
+ * Inserts `n` objects of one published type that has none yet, with their first versions and the
+ * counter deltas the pipeline would have written, in one transaction. `attributes` and `geometry`
+ * are SQL expressions of the row number `i`, their `?` bindings given in that order.
  *
  * The objects are ANALYZEd (in the transaction, which sees its own rows) before their versions are
  * inserted: each version's foreign-key check is a statement PostgreSQL plans once per connection,
@@ -144,5 +143,4 @@ export async function insertObjects (db: Db, tenantId: string, typeId: string, n
     await tx.raw(`INSERT INTO counter_deltas (tenant_id, counter, bucket, delta)
       SELECT ?, c, ?, ? FROM unnest(ARRAY['objects', 'object_changes']) c`, [tenantId, typeId, n])
   })
-  await db.raw('ANALYZE objects')
 }

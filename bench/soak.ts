@@ -233,17 +233,17 @@ function sampleRss (pids: Record<string, number>): { samples: Record<string, Arr
 
 /**
  * Polls the database every MAINTENANCE_POLL_MS for a VACUUM or ANALYZE in progress (autovacuum's
- * workers, or any session's); `during(start, end)` says whether one ran in that span (ms since `t0`).
+ * workers, or any session's); `during(start, end)` says whether one ran in that span (performance.now() times).
  */
-function watchMaintenance (env: SoakBenchEnv, t0: number): { during: (start: number, end: number) => boolean, share: () => number, stop: () => Promise<void> } {
-  const seen: number[] = [] // poll times (ms since t0) at which maintenance was running
+function watchMaintenance (env: SoakBenchEnv): { during: (start: number, end: number) => boolean, share: () => number, stop: () => Promise<void> } {
+  const seen: number[] = [] // poll times (performance.now()) at which maintenance was running
   let polls = 0
   let stopped = false
   const loop = (async () => {
     while (!stopped) {
       const r = await env.db.raw("SELECT count(*)::int AS n FROM pg_stat_activity WHERE backend_type = 'autovacuum worker' OR (state = 'active' AND query ~* '^\\s*(vacuum|analyze)')")
       polls++
-      if (r.rows[0].n > 0) seen.push(performance.now() - t0)
+      if (r.rows[0].n > 0) seen.push(performance.now())
       await new Promise(resolve => setTimeout(resolve, MAINTENANCE_POLL_MS))
     }
   })()
@@ -285,18 +285,9 @@ export async function benchSoak (env: SoakBenchEnv, say: (line: string) => void)
     const autovacuum = (await env.db.raw("SELECT current_setting('autovacuum') = 'on' AS on")).rows[0].on as boolean
     const vacuum = autovacuum ? undefined : setInterval(() => { vacuuming = vacuuming.then(() => settle(env.db, ['objects', 'object_versions'])).catch(() => {}) }, VACUUM_MS)
     const t0 = performance.now()
-    const maintenance = watchMaintenance(env, t0)
-    // Each call's start (ms into the load) and latency, to set apart those that overlapped maintenance.
-    const spans = new Map<Op, Array<[number, number]>>()
+    const maintenance = watchMaintenance(env)
     try {
-      await openLoop(rate, SECONDS, async i => {
-        const op = CYCLE[i % CYCLE.length]
-        const start = performance.now()
-        await log.time(op, () => call(env, w, op, i))
-        let xs = spans.get(op)
-        if (xs === undefined) spans.set(op, xs = [])
-        xs.push([start - t0, performance.now() - start])
-      })
+      await openLoop(rate, SECONDS, async i => { await log.time(CYCLE[i % CYCLE.length], () => call(env, w, CYCLE[i % CYCLE.length], i)) })
     } finally {
       clearInterval(vacuum)
       rss.stop()
@@ -324,7 +315,7 @@ export async function benchSoak (env: SoakBenchEnv, say: (line: string) => void)
     say('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|')
     const line = (name: string, op?: Op, goal = true) => {
       const [xs, fs] = [log.latencies(op), floorLog.latencies(op)]
-      const clear = (op === undefined ? [...spans.values()].flat() : spans.get(op) ?? []).filter(([start, took]) => !maintenance.during(start, start + took)).map(([, took]) => took)
+      const clear = log.spans(op).filter(([start, took]) => !maintenance.during(start, start + took)).map(([, took]) => took)
       const [p50, p99, f50, f99, c50, c99] = [percentile(xs, 0.5), percentile(xs, 0.99), percentile(fs, 0.5), percentile(fs, 0.99), percentile(clear, 0.5), percentile(clear, 0.99)]
       const floor = fs.length === 0 ? '| none (no raw statement) | |' : `| ${ms(f50)} / ${ms(f99)} | ${(f99 / f50).toFixed(1)} |`
       say(`| ${name} | ${xs.length} | ${ms(p50)} | ${ms(p99)} | ${(p99 / p50).toFixed(1)} | ${goal ? `<= 3${p99 <= 3 * p50 ? '' : ' (missed)'}` : ''} | ${clear.length}: ${ms(c50)} / ${ms(c99)}, ${(c99 / c50).toFixed(1)} | ${log.count(s => !ok(s), op)} ${floor}`)

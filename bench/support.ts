@@ -420,23 +420,29 @@ export async function openLoop (rate: number, seconds: number, op: (i: number) =
  * answer (refused connection, reset, a client error).
  */
 export class OpLog {
-  private readonly ops = new Map<string, { ms: number[], statuses: Map<number, number> }>()
+  private readonly ops = new Map<string, { ms: number[], starts: number[], statuses: Map<number, number> }>()
 
   /** Times `call` (which resolves with the answer's status) under `op`; resolves with the status. */
   async time (op: string, call: () => Promise<number>): Promise<number> {
     const t0 = performance.now()
     let status = 0
     try { status = await call() } catch { /* no answer: status 0 */ }
-    this.add(op, performance.now() - t0, status)
+    this.add(op, performance.now() - t0, status, t0)
     return status
   }
 
-  /** One answer of `op`, timed elsewhere. */
-  add (op: string, ms: number, status: number): void {
+  /** One answer of `op`, timed elsewhere; `start` is its performance.now() at the call, if known. */
+  add (op: string, ms: number, status: number, start = NaN): void {
     let o = this.ops.get(op)
-    if (o === undefined) this.ops.set(op, o = { ms: [], statuses: new Map() })
+    if (o === undefined) this.ops.set(op, o = { ms: [], starts: [], statuses: new Map() })
     o.ms.push(ms)
+    o.starts.push(start)
     o.statuses.set(status, (o.statuses.get(status) ?? 0) + 1)
+  }
+
+  /** The calls of `op` (or of all) as [start (performance.now()), latency ms]. */
+  spans (op?: string): Array<[number, number]> {
+    return [...this.ops].filter(([name]) => op === undefined || name === op).flatMap(([, o]) => o.ms.map((ms, i): [number, number] => [o.starts[i], ms]))
   }
 
   names (): string[] { return [...this.ops.keys()] }
