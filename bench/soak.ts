@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto'
+import { monitorEventLoopDelay, type ELDHistogram } from 'node:perf_hooks'
 import type { ChildProcess } from 'node:child_process'
 import { readdirSync, rmSync, statSync } from 'node:fs'
 import path from 'node:path'
@@ -162,7 +163,7 @@ async function runsDrained (env: SoakBenchEnv, a: Fixture, ms: number): Promise<
  * The soak's arrivals at `rate` for FLOOR_SECONDS against the HTTP floor, in a process of its own
  * as the API is; the worker has nothing to run meanwhile.
  */
-async function floorLoop (env: SoakBenchEnv, w: World, rate: number): Promise<OpLog> {
+async function floorLoop (env: SoakBenchEnv, w: World, rate: number): Promise<{ log: OpLog, lag: ELDHistogram }> {
   const floor = await startFloor(env.databaseUrl)
   const loop = async (seconds: number, log: OpLog) => await openLoop(rate, seconds, async i => {
     const op = CYCLE[i % CYCLE.length]
@@ -170,12 +171,14 @@ async function floorLoop (env: SoakBenchEnv, w: World, rate: number): Promise<Op
     if (op !== 'automation') await log.time(op, () => floorCall(floor.baseUrl, w, op, i))
   })
   const log = new OpLog()
+  const lag = monitorEventLoopDelay({ resolution: 10 })
   try {
     // Untimed first, as the API's capacity loops were: its connections, plans and compiled code.
     await loop(FLOOR_WARM_SECONDS, new OpLog())
+    lag.enable()
     await loop(FLOOR_SECONDS, log)
-  } finally { floor.stop() }
-  return log
+  } finally { lag.disable(); floor.stop() }
+  return { log, lag }
 }
 
 /** Least-squares slope of (seconds, MB) samples, in MB per minute. */
@@ -286,9 +289,12 @@ export async function benchSoak (env: SoakBenchEnv, say: (line: string) => void)
     const vacuum = autovacuum ? undefined : setInterval(() => { vacuuming = vacuuming.then(() => settle(env.db, ['objects', 'object_versions'])).catch(() => {}) }, VACUUM_MS)
     const t0 = performance.now()
     const maintenance = watchMaintenance(env)
+    const lag = monitorEventLoopDelay({ resolution: 10 })
+    lag.enable()
     try {
       await openLoop(rate, SECONDS, async i => { await log.time(CYCLE[i % CYCLE.length], () => call(env, w, CYCLE[i % CYCLE.length], i)) })
     } finally {
+      lag.disable()
       clearInterval(vacuum)
       rss.stop()
       await maintenance.stop()
@@ -304,7 +310,8 @@ export async function benchSoak (env: SoakBenchEnv, say: (line: string) => void)
       FROM automation_runs WHERE tenant_id = ? AND rule_id = ? AND queued_at >= ? GROUP BY status`, [w.automation.tenant, w.automation.ruleId, since])).rows as Array<{ status: string, n: number, p50: number | null, p99: number | null }>
     const failedRuns = runs.filter(r => r.status !== 'succeeded').reduce((n, r) => n + r.n, 0)
     const succeeded = runs.find(r => r.status === 'succeeded')
-    const floorLog = await floorLoop(env, w, rate)
+    const floor = await floorLoop(env, w, rate)
+    const floorLog = floor.log
 
     const calls = log.latencies().length
     say(`soak: ${calls} calls in ${took.toFixed(0)} s (${(calls / took).toFixed(0)}/s); load at the end ${loadAverage()}`)
@@ -335,6 +342,9 @@ export async function benchSoak (env: SoakBenchEnv, say: (line: string) => void)
     }
     // The scrape before the load restarted the histogram: these cover the load alone.
     say(`soak: the API's event-loop delay over the load: p99 ${(gauge(afterLoad, 'nodejs_eventloop_lag_p99_seconds') * 1000).toFixed(0)} ms, max ${(gauge(afterLoad, 'nodejs_eventloop_lag_max_seconds') * 1000).toFixed(0)} ms`)
+    // The client's own delays are part of every latency it times, the floor's as much as ours.
+    const lagLine = (h: ELDHistogram) => `p50 ${(h.percentile(50) / 1e6).toFixed(0)} ms, p99 ${(h.percentile(99) / 1e6).toFixed(0)} ms, max ${(h.max / 1e6).toFixed(0)} ms`
+    say(`soak: this process's (the client's) event-loop delay over the load: ${lagLine(lag)}; over the floor's: ${lagLine(floor.lag)}`)
     say(`soak: the API's memory before / after the load (MB): ${Object.keys(memoryBefore).map(k => `${k} ${memoryBefore[k].toFixed(0)} / ${memoryAfter[k].toFixed(0)}`).join(', ')}`)
     say(memoryCollected === null
       ? 'soak: the API wrote no heap snapshot on SIGUSR2: no figure after a full collection'
