@@ -38,6 +38,8 @@ const VACUUM_MS = 60_000
 // How often the database's maintenance (VACUUM, ANALYZE, by autovacuum or anyone) is looked for
 // during the load, to tell which slow calls it overlapped.
 const MAINTENANCE_POLL_MS = 100
+// The timer that samples the bench's own event-loop delay; a sample holds its interval too.
+const LAG_RESOLUTION_MS = 10
 // RSS slope over the second half above which memory is said to climb: see bench/README.md "soak".
 const SLOPE_GOAL_MB_PER_MIN = 1
 
@@ -171,7 +173,7 @@ async function floorLoop (env: SoakBenchEnv, w: World, rate: number): Promise<{ 
     if (op !== 'automation') await log.time(op, () => floorCall(floor.baseUrl, w, op, i))
   })
   const log = new OpLog()
-  const lag = monitorEventLoopDelay({ resolution: 10 })
+  const lag = monitorEventLoopDelay({ resolution: LAG_RESOLUTION_MS })
   try {
     // Untimed first, as the API's capacity loops were: its connections, plans and compiled code.
     await loop(FLOOR_WARM_SECONDS, new OpLog())
@@ -289,7 +291,7 @@ export async function benchSoak (env: SoakBenchEnv, say: (line: string) => void)
     const vacuum = autovacuum ? undefined : setInterval(() => { vacuuming = vacuuming.then(() => settle(env.db, ['objects', 'object_versions'])).catch(() => {}) }, VACUUM_MS)
     const t0 = performance.now()
     const maintenance = watchMaintenance(env)
-    const lag = monitorEventLoopDelay({ resolution: 10 })
+    const lag = monitorEventLoopDelay({ resolution: LAG_RESOLUTION_MS })
     lag.enable()
     try {
       await openLoop(rate, SECONDS, async i => { await log.time(CYCLE[i % CYCLE.length], () => call(env, w, CYCLE[i % CYCLE.length], i)) })
@@ -343,8 +345,9 @@ export async function benchSoak (env: SoakBenchEnv, say: (line: string) => void)
     // The scrape before the load restarted the histogram: these cover the load alone.
     say(`soak: the API's event-loop delay over the load: p99 ${(gauge(afterLoad, 'nodejs_eventloop_lag_p99_seconds') * 1000).toFixed(0)} ms, max ${(gauge(afterLoad, 'nodejs_eventloop_lag_max_seconds') * 1000).toFixed(0)} ms`)
     // The client's own delays are part of every latency it times, the floor's as much as ours.
-    const lagLine = (h: ELDHistogram) => `p50 ${(h.percentile(50) / 1e6).toFixed(0)} ms, p99 ${(h.percentile(99) / 1e6).toFixed(0)} ms, max ${(h.max / 1e6).toFixed(0)} ms`
-    say(`soak: this process's (the client's) event-loop delay over the load: ${lagLine(lag)}; over the floor's: ${lagLine(floor.lag)}`)
+    const late = (ns: number) => Math.max(0, ns / 1e6 - LAG_RESOLUTION_MS).toFixed(1)
+    const lagLine = (h: ELDHistogram) => `p50 ${late(h.percentile(50))} ms, p99 ${late(h.percentile(99))} ms, max ${late(h.max)} ms`
+    say(`soak: this process's (the client's) event-loop delay, beyond its ${LAG_RESOLUTION_MS} ms timer, over the load: ${lagLine(lag)}; over the floor's: ${lagLine(floor.lag)}`)
     say(`soak: the API's memory before / after the load (MB): ${Object.keys(memoryBefore).map(k => `${k} ${memoryBefore[k].toFixed(0)} / ${memoryAfter[k].toFixed(0)}`).join(', ')}`)
     say(memoryCollected === null
       ? 'soak: the API wrote no heap snapshot on SIGUSR2: no figure after a full collection'
