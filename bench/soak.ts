@@ -294,7 +294,10 @@ export async function benchSoak (env: SoakBenchEnv, say: (line: string) => void)
     const lag = monitorEventLoopDelay({ resolution: LAG_RESOLUTION_MS })
     lag.enable()
     try {
-      await openLoop(rate, SECONDS, async i => { await log.time(CYCLE[i % CYCLE.length], () => call(env, w, CYCLE[i % CYCLE.length], i)) })
+      await openLoop(rate, SECONDS, async i => {
+        const op = CYCLE[i % CYCLE.length]
+        await log.time(op, () => call(env, w, op, i))
+      })
     } finally {
       lag.disable()
       clearInterval(vacuum)
@@ -312,8 +315,7 @@ export async function benchSoak (env: SoakBenchEnv, say: (line: string) => void)
       FROM automation_runs WHERE tenant_id = ? AND rule_id = ? AND queued_at >= ? GROUP BY status`, [w.automation.tenant, w.automation.ruleId, since])).rows as Array<{ status: string, n: number, p50: number | null, p99: number | null }>
     const failedRuns = runs.filter(r => r.status !== 'succeeded').reduce((n, r) => n + r.n, 0)
     const succeeded = runs.find(r => r.status === 'succeeded')
-    const floor = await floorLoop(env, w, rate)
-    const floorLog = floor.log
+    const { log: floorLog, lag: floorLag } = await floorLoop(env, w, rate)
 
     const calls = log.latencies().length
     say(`soak: ${calls} calls in ${took.toFixed(0)} s (${(calls / took).toFixed(0)}/s); load at the end ${loadAverage()}`)
@@ -347,7 +349,7 @@ export async function benchSoak (env: SoakBenchEnv, say: (line: string) => void)
     // The client's own delays are part of every latency it times, the floor's as much as ours.
     const late = (ns: number) => Math.max(0, ns / 1e6 - LAG_RESOLUTION_MS).toFixed(1)
     const lagLine = (h: ELDHistogram) => `p50 ${late(h.percentile(50))} ms, p99 ${late(h.percentile(99))} ms, max ${late(h.max)} ms`
-    say(`soak: this process's (the client's) event-loop delay, beyond its ${LAG_RESOLUTION_MS} ms timer, over the load: ${lagLine(lag)}; over the floor's: ${lagLine(floor.lag)}`)
+    say(`soak: this process's (the client's) event-loop delay, beyond its ${LAG_RESOLUTION_MS} ms timer, over the load: ${lagLine(lag)}; over the floor's: ${lagLine(floorLag)}`)
     say(`soak: the API's memory before / after the load (MB): ${Object.keys(memoryBefore).map(k => `${k} ${memoryBefore[k].toFixed(0)} / ${memoryAfter[k].toFixed(0)}`).join(', ')}`)
     say(memoryCollected === null
       ? 'soak: the API wrote no heap snapshot on SIGUSR2: no figure after a full collection'
