@@ -13,9 +13,10 @@ import * as queues from '../lib/queues/index.js'
 // Automation end to end (issue 13, item 9): runs per second from ingress 202 to the effect
 // committed, with one and with two worker processes in alternating rounds, against pg-boss's own
 // send -> work rate in the same rounds (the automation.run worker's own loops, RUN_LOOPS and
-// workInLoops), each side once untimed first (fresh worker processes spend their first runs
-// compiling). Then event-to-run latency at low load against pg-boss's own send -> start latency,
-// and the outbox against a backlog.
+// workInLoops, woken by each send as announced jobs wake a worker's), each side once untimed first
+// (fresh worker processes spend their first runs compiling). Then event -> run and webhook
+// ingress -> run latency at low load against pg-boss's own send -> start latency (with its
+// LISTEN/NOTIFY), and the outbox against a backlog.
 
 export interface AutomationBenchEnv {
   db: Db
@@ -34,6 +35,7 @@ const CLIENTS = 16
 // Objects the webhook runs update, round robin: fewer objects, more runs wait on one row's lock.
 const OBJECTS = Number(process.env.BENCH_AUTOMATION_OBJECTS ?? 64)
 const BASELINE_QUEUE = 'bench.noop'
+const LATENCY_QUEUE = 'bench.latency'
 
 /** `n` worker processes (`options`: a CPU limit, node options), each once it announced its start. */
 export async function startWorkers (env: AutomationBenchEnv['env'], n: number, options: ServiceOptions = {}): Promise<ChildProcess[]> {
@@ -171,12 +173,16 @@ export async function drainSeconds (db: Db, f: Fixture, since: Date): Promise<nu
 
 /**
  * pg-boss alone: RUNS sends from CLIENTS senders, worked in this process by `workers` sets of the
- * worker's own loops (workInLoops with `options`), timed until `done` holds.
+ * worker's own loops (workInLoops with `options`), timed until `done` holds. Each send wakes the
+ * loops, as the platform's senders announce their jobs to the workers (lib/queues `announceQueued`).
  */
 async function bossRate (boss: PgBoss, workers: number, options: LoopOptions, handler: (jobs: Array<Job<{ i: number }>>) => Promise<void>, done: () => boolean): Promise<number> {
   const sets = await Promise.all(Array.from({ length: workers }, () => workInLoops(boss, BASELINE_QUEUE, options, handler)))
   const t0 = process.hrtime.bigint()
-  await throughput(RUNS, CLIENTS, async i => { await boss.send(BASELINE_QUEUE, { i }) })
+  await throughput(RUNS, CLIENTS, async i => {
+    await boss.send(BASELINE_QUEUE, { i })
+    for (const set of sets) set.wake()
+  })
   await until(done, 'pg-boss baseline')
   const rate = RUNS / (Number(process.hrtime.bigint() - t0) / 1e9)
   for (const set of sets) {
@@ -267,6 +273,19 @@ async function eventLatency (env: AutomationBenchEnv, f: Fixture, samples: numbe
   return r.rows.map((x: { s: number }) => x.s * 1000)
 }
 
+/** Webhook ingress -> run start at low load: one call at a time, each waited for (the fixture's rule). */
+async function ingressLatency (env: AutomationBenchEnv, f: Fixture, samples: number): Promise<number[]> {
+  const since = new Date(Date.now() - 1)
+  for (let i = 0; i < samples; i++) {
+    const at = new Date(Date.now() - 1)
+    await http(env, f.webhookToken, 'POST', `/v1/automation/triggers/${f.slug}`, { id: f.objectIds[i % f.objectIds.length], n: i })
+    await roundFinished(env.db, f, at, 1)
+    await new Promise(r => setTimeout(r, 100 + Math.random() * 400))
+  }
+  const r = await env.db.raw('SELECT extract(epoch FROM started_at - queued_at)::float8 AS s FROM automation_runs WHERE tenant_id = ? AND rule_id = ? AND queued_at >= ?', [f.tenant, f.ruleId, since])
+  return r.rows.map((x: { s: number }) => x.s * 1000)
+}
+
 /**
  * Outbox dispatch against a backlog: BACKLOG object.updated events of another tenant (no rules)
  * written in one statement, as a burst of creates would leave them; events/s until none is
@@ -296,19 +315,27 @@ async function drainRate (db: Db): Promise<number> {
   return BACKLOG / (Number(process.hrtime.bigint() - t0) / 1e9)
 }
 
-async function bossLatency (boss: PgBoss, samples: number): Promise<number[]> {
+async function bossLatency (databaseUrl: string, samples: number): Promise<number[]> {
+  // pg-boss at its quickest: its own LISTEN/NOTIFY, the send's NOTIFY waking the worker at once.
+  const boss = new PgBoss({ connectionString: databaseUrl, schema: 'pgboss', supervise: false, schedule: false, migrate: false, max: 4, useListenNotify: true })
+  boss.on('error', () => {})
+  await boss.start()
   const waits: number[] = []
-  let sentAt = 0
-  let resolve: () => void = () => {}
-  const id = await boss.work(BASELINE_QUEUE, { pollingIntervalSeconds: 0.5, batchSize: 1 }, async () => { waits.push(Date.now() - sentAt); resolve() })
-  for (let i = 0; i < samples; i++) {
-    const got = new Promise<void>(r => { resolve = r })
-    sentAt = Date.now()
-    await boss.send(BASELINE_QUEUE, { i })
-    await got
-    await new Promise(r => setTimeout(r, 100 + Math.random() * 400))
+  try {
+    await boss.createQueue(LATENCY_QUEUE, { retryLimit: 0, notify: true })
+    let sentAt = 0
+    let resolve: () => void = () => {}
+    await boss.work(LATENCY_QUEUE, { batchSize: 1 }, async () => { waits.push(performance.now() - sentAt); resolve() })
+    for (let i = 0; i < samples; i++) {
+      const got = new Promise<void>(r => { resolve = r })
+      sentAt = performance.now()
+      await boss.send(LATENCY_QUEUE, { i })
+      await got
+      await new Promise(r => setTimeout(r, 100 + Math.random() * 400))
+    }
+  } finally {
+    await boss.stop({ graceful: false })
   }
-  await boss.offWork(BASELINE_QUEUE, { id })
   return waits
 }
 
@@ -317,10 +344,10 @@ async function bossLatency (boss: PgBoss, samples: number): Promise<number[]> {
  * `shared_preload_libraries = 'pg_stat_statements'` and a restart; without it this says so and
  * the bench goes on). The statements of the bench database, their calls and execution time.
  */
-type Statements = Map<string, { query: string, calls: number, ms: number }>
+export type Statements = Map<string, { query: string, calls: number, ms: number }>
 
 /** Whether pg_stat_statements can be read here (the extension created in the bench database once). */
-async function statementsAvailable (db: Db): Promise<boolean> {
+export async function statementsAvailable (db: Db): Promise<boolean> {
   try {
     await db.raw('CREATE EXTENSION IF NOT EXISTS pg_stat_statements')
     return await statementsSnapshot(db) !== null
@@ -329,7 +356,7 @@ async function statementsAvailable (db: Db): Promise<boolean> {
   }
 }
 
-async function statementsSnapshot (db: Db): Promise<Statements | null> {
+export async function statementsSnapshot (db: Db): Promise<Statements | null> {
   try {
     const r = await db.raw(`SELECT queryid::text AS id, regexp_replace(left(query, 110), '\\s+', ' ', 'g') AS query, calls::float8 AS calls, total_exec_time AS ms
       FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) AND query NOT LIKE '%pg_stat_statements%'`)
@@ -339,7 +366,7 @@ async function statementsSnapshot (db: Db): Promise<Statements | null> {
   }
 }
 
-function addDelta (into: Statements, before: Statements, after: Statements): void {
+export function addDelta (into: Statements, before: Statements, after: Statements): void {
   for (const [id, a] of after) {
     const b = before.get(id)
     const calls = a.calls - (b?.calls ?? 0)
@@ -352,7 +379,7 @@ function addDelta (into: Statements, before: Statements, after: Statements): voi
 }
 
 /** The statements that took the most execution time, per run. */
-function statementLines (s: Statements, runs: number, top = 14): string[] {
+export function statementLines (s: Statements, runs: number, top = 14): string[] {
   const total = [...s.values()].reduce((n, x) => n + x.ms, 0)
   return [`  statements, execution time per run: ${(total / runs * 1000).toFixed(0)} us in all`,
     ...[...s.values()].sort((a, b) => b.ms - a.ms).slice(0, top).map(x =>
@@ -462,12 +489,14 @@ export async function benchAutomation (env: AutomationBenchEnv, print: (line: st
       }
       await settle(env.db)
       const samples = Number(process.env.BENCH_LATENCY_SAMPLES ?? 20)
-      const latency = await eventLatency(env, f, samples)
-      const theirs = await bossLatency(boss, samples)
-      for (const p of [0.5, 0.95, 0.99]) {
-        const a = percentile(latency, p)
-        const b = percentile(theirs, p)
-        print(`event -> run start p${String(p * 100).padEnd(2)} (vs pg-boss send -> start)  ${a.toFixed(0).padStart(8)} ms     vs ${b.toFixed(0).padStart(8)} ms     ratio ${(a / b).toFixed(2)} (lower is better)`)
+      const latencies = { event: await eventLatency(env, f, samples), 'webhook ingress': await ingressLatency(env, f, samples) }
+      const theirs = await bossLatency(env.databaseUrl, samples)
+      for (const [what, latency] of Object.entries(latencies)) {
+        for (const p of [0.5, 0.95, 0.99]) {
+          const a = percentile(latency, p)
+          const b = percentile(theirs, p)
+          print(`${what} -> run start p${String(p * 100).padEnd(2)} (vs pg-boss send -> start)  ${a.toFixed(0).padStart(8)} ms     vs ${b.toFixed(0).padStart(8)} ms     ratio ${(a / b).toFixed(2)} (lower is better)`)
+        }
       }
       print(`outbox dispatch, backlog of ${BACKLOG} events, 1 worker: ${(await drainRate(env.db)).toFixed(0)} events/s`)
       await seedBacklog(env.db, BACKLOG)

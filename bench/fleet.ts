@@ -3,7 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import type { Db } from '../lib/db.js'
-import { activeJobs, type AutomationBenchEnv, drainSeconds, fixture, ingressCalls, pendingCount, roundFinished, settle, startWorkers, stopWorkers, webhookRule, type Fixture } from './automation.js'
+import { activeJobs, addDelta, type AutomationBenchEnv, drainSeconds, fixture, ingressCalls, pendingCount, roundFinished, settle, startWorkers, statementLines, statementsAvailable, statementsSnapshot, stopWorkers, webhookRule, type Fixture, type Statements } from './automation.js'
 import { startReceiver } from '../test/support/automation.js'
 import { addUsage, cpuQuotaMissing, markdownTable, median, meter, noUsage, servicePid, type ServiceOptions, type Usage } from './support.js'
 import { profileShares } from './cpu-profile.js'
@@ -24,11 +24,12 @@ const WARM_RUNS = Number(process.env.BENCH_FLEET_WARMUP ?? 200)
 const MILLICORES = Number(process.env.BENCH_FLEET_WORKER_MILLICORES ?? 150)
 const COUNTS = (process.env.BENCH_FLEET_WORKERS ?? '1,2,4').split(',').map(Number)
 const RECEIVER_MS = Number(process.env.BENCH_FLEET_RECEIVER_MS ?? 50)
-const PARTS = new Set((process.env.BENCH_FLEET_PARTS ?? 'database,webhook,api').split(','))
+const PARTS = new Set((process.env.BENCH_FLEET_PARTS ?? 'idle,database,webhook,api').split(','))
+const IDLE_SECONDS = 30
 const GOALS = new Map([[2, 1.8], [4, 3.2]])
 
 interface Pod { child: ChildProcess, pid: number }
-interface Side { label: string, pods: Pod[], millicores: number | null, rates: number[], usage: Usage, runs: number, windows: Array<[bigint, bigint]> }
+interface Side { label: string, pods: Pod[], millicores: number | null, rates: number[], usage: Usage, runs: number, windows: Array<[bigint, bigint]>, statements: Statements }
 
 const sleep = (ms: number) => new Promise(r => setTimeout(r, ms))
 
@@ -68,17 +69,20 @@ async function through (env: FleetBenchEnv, f: Fixture, side: Side, runs: number
  * than the pool keeps them, and would open new ones (new backends: their start-up is database CPU
  * a running fleet does not spend on every run).
  */
-async function drain (env: FleetBenchEnv, f: Fixture, side: Side, runs: number, timed: boolean): Promise<void> {
+async function drain (env: FleetBenchEnv, f: Fixture, side: Side, runs: number, timed: boolean, statements: boolean): Promise<void> {
   await settle(env.db, ['objects', 'object_versions', 'audit_events'])
   await through(env, f, side, 32 * side.pods.length)
   const since = new Date(Date.now() - 1)
   await ingressCalls(env, f, runs)
   const end = await meter(env.db, side.pods.map(p => p.pid), side.millicores === null ? [] : side.pods.map(p => p.child))
+  const before = timed && statements ? await statementsSnapshot(env.db) : null
   const t0 = process.hrtime.bigint()
   signal(side.pods, 'SIGCONT')
   await roundFinished(env.db, f, since, runs)
   const t1 = process.hrtime.bigint()
   const usage = await end()
+  const after = before === null ? null : await statementsSnapshot(env.db)
+  if (before !== null && after !== null) addDelta(side.statements, before, after)
   await quiet(env.db)
   signal(side.pods, 'SIGSTOP')
   if (!timed) return
@@ -89,15 +93,20 @@ async function drain (env: FleetBenchEnv, f: Fixture, side: Side, runs: number, 
 }
 
 function sides (limited: Pod[], unlimited: Pod): Side[] {
-  const side = (label: string, pods: Pod[], millicores: number | null): Side => ({ label, pods, millicores, rates: [], usage: noUsage(), runs: 0, windows: [] })
+  const side = (label: string, pods: Pod[], millicores: number | null): Side => ({ label, pods, millicores, rates: [], usage: noUsage(), runs: 0, windows: [], statements: new Map() })
   return [...COUNTS.map(n => side(`${n} x ${MILLICORES}m`, limited.slice(0, n), MILLICORES)), side('1 unlimited', [unlimited], null)]
 }
 
-/** Each side once untimed (warm processes, as a running fleet has), then the rounds, alternating the order. */
+/**
+ * Each side once untimed (warm processes, as a running fleet has), then the rounds, alternating
+ * the order. BENCH_STATEMENTS=1 (with pg_stat_statements loaded): the database's statements of
+ * each side's timed drains, from the workers' start to the last run finished.
+ */
 async function measure (env: FleetBenchEnv, f: Fixture, all: Side[]): Promise<void> {
-  for (const side of all) await drain(env, f, side, WARM_RUNS, false)
+  const statements = process.env.BENCH_STATEMENTS === '1' && await statementsAvailable(env.db)
+  for (const side of all) await drain(env, f, side, WARM_RUNS, false, statements)
   for (let r = 0; r < env.rounds; r++) {
-    for (const side of r % 2 === 0 ? all : [...all].reverse()) await drain(env, f, side, RUNS, true)
+    for (const side of r % 2 === 0 ? all : [...all].reverse()) await drain(env, f, side, RUNS, true, statements)
   }
 }
 
@@ -117,6 +126,11 @@ function table (all: Side[]): string[] {
 function report (title: string, all: Side[], print: (line: string) => void): void {
   print(`fleet, ${title}: ${RUNS} runs a drain, medians of ${all[0].rates.length} rounds (rates by round: ${all.map(s => `${s.label} ${s.rates.map(x => x.toFixed(1)).join('/')}`).join('; ')})`)
   for (const line of table(all)) print(line)
+  for (const side of all) {
+    if (side.statements.size === 0) continue
+    print(`  ${side.label}:`)
+    for (const line of statementLines(side.statements, side.runs)) print(line)
+  }
 }
 
 /**
@@ -132,8 +146,40 @@ async function printProfile (dir: string, side: Side, print: (line: string) => v
 export async function benchFleet (env: FleetBenchEnv, print: (line: string) => void): Promise<void> {
   const missing = cpuQuotaMissing()
   if (missing !== null) { print(`fleet: skipped, ${missing}`); return }
+  if (PARTS.has('idle')) await benchIdle(env, print)
   if (PARTS.has('database') || PARTS.has('webhook')) await benchWorkers(env, print)
   if (PARTS.has('api')) await benchFleetApi(env, print)
+}
+
+/**
+ * What a worker with nothing to do costs: its CPU and the database's statements over IDLE_SECONDS,
+ * against the same window with the (idle) API alone. Statements from pg_stat_statements when it is
+ * loaded, else transactions (pg_stat_database, which backends report up to a second late).
+ */
+async function benchIdle (env: FleetBenchEnv, print: (line: string) => void): Promise<void> {
+  const exact = await statementsAvailable(env.db)
+  const count = async (): Promise<number> => {
+    if (exact) return [...(await statementsSnapshot(env.db))!.values()].reduce((n, s) => n + s.calls, 0)
+    return (await env.db.raw('SELECT (xact_commit + xact_rollback)::float8 AS n FROM pg_stat_database WHERE datname = current_database()')).rows[0].n
+  }
+  const window = async (pids: number[]): Promise<{ cpu: number, database: number, statements: number }> => {
+    const end = await meter(env.db, pids)
+    const before = await count()
+    await sleep(IDLE_SECONDS * 1000)
+    const after = await count()
+    const u = await end()
+    return { cpu: u.processes / IDLE_SECONDS, database: u.database / IDLE_SECONDS, statements: (after - before) / IDLE_SECONDS }
+  }
+  const alone = await window([])
+  const [pod] = await startPods(env.env, 1, {})
+  try {
+    await sleep(10_000)
+    const idle = await window([pod.pid])
+    const what = exact ? 'statements' : 'transactions'
+    print(`fleet, an idle worker over ${IDLE_SECONDS} s: ${(idle.cpu * 1000).toFixed(1)} ms of its CPU a second; the database ${(idle.statements - alone.statements).toFixed(1)} ${what} a second and ${((idle.database - alone.database) * 1000).toFixed(1)} ms of CPU a second more than with the idle API alone (${alone.statements.toFixed(1)} ${what} a second)`)
+  } finally {
+    await stopWorkers([pod.child])
+  }
 }
 
 async function benchWorkers (env: FleetBenchEnv, print: (line: string) => void): Promise<void> {

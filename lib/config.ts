@@ -66,6 +66,11 @@ export interface Config {
   /** How often a worker's pg-boss looks for jobs of dead workers (expired) to hand out again. */
   workerSuperviseSeconds: number
   /**
+   * How often an idle worker looks for jobs it was not told of (worker/automation.ts): queued jobs
+   * are announced to every worker (lib/queues `announceQueued`), so this is only the backstop.
+   */
+  workerPollSeconds: number
+  /**
    * The longest a process drains on SIGTERM (docs/operations.md "Rolling restart"): the API for
    * its requests in progress, a worker for its active jobs; what is still running then is cut.
    */
@@ -268,6 +273,7 @@ export function loadConfig (env: Env, release = '0.0.0'): Readonly<Config> {
     }),
     outboxRetentionHours: int(env, 'OUTBOX_RETENTION_HOURS', 24, 1),
     workerSuperviseSeconds: int(env, 'WORKER_SUPERVISE_SECONDS', 60, 1, 3600),
+    workerPollSeconds: int(env, 'WORKER_POLL_SECONDS', 2, 1, 300),
     shutdownTimeoutSeconds: int(env, 'SHUTDOWN_TIMEOUT_SECONDS', 20, 1, 3600),
     dbStatementTimeoutMs,
     queryStatementTimeoutMs: dbStatementTimeoutMs > 0 && queryStatementTimeoutMs > 0 ? Math.min(dbStatementTimeoutMs, queryStatementTimeoutMs) : queryStatementTimeoutMs,

@@ -1,17 +1,18 @@
 import type { Config } from '../lib/config.js'
-import type { ModuleHooks } from '../lib/context.js'
+import type { JobSender, ModuleHooks } from '../lib/context.js'
 import type { Logger } from '../lib/log.js'
 import type { Runtime } from '../lib/runtime.js'
+import type { Queryable } from '../lib/db.js'
 import * as automation from '../lib/automation/index.js'
 import { pgBossSender } from '../jobs/enqueue.js'
-import { OUTBOX_DISPATCH, OUTBOX_PRUNE, QUEUES, createQueues, TILES_PRERENDER, type OutboxDispatchPayload, type TilesPrerenderPayload } from '../lib/queues/index.js'
+import { OUTBOX_DISPATCH, OUTBOX_PRUNE, QUEUES, announceQueued, createQueues, onQueued, TILES_PRERENDER, type OutboxDispatchPayload, type TilesPrerenderPayload } from '../lib/queues/index.js'
 import { handleOutboxDispatch } from '../jobs/handlers/outbox-dispatch.js'
 import { handleTilesPrerender } from '../jobs/handlers/tiles-prerender.js'
 import { handleOutboxPrune } from '../jobs/handlers/outbox-prune.js'
 import * as outbox from '../lib/outbox/index.js'
 import * as counters from '../lib/counters/index.js'
 import * as layers from '../lib/layers/index.js'
-import { RUN_LOOPS, startAutomation } from './automation.js'
+import { HOURLY_POLL_SECONDS, RUN_LOOPS, startAutomation } from './automation.js'
 import { warmConnections } from '../lib/db.js'
 import { timed } from './metrics.js'
 import * as objectTypes from '../lib/object-types/index.js'
@@ -36,28 +37,44 @@ export async function startWorker (rt: Runtime, config: Readonly<Config>, log: L
 
   const jobs = pgBossSender(rt.boss)
   // Who receives domain events: the automation engine (rules with object-event triggers) and the
-  // layers (a changed layer's low zooms are prerendered into the shared tile cache).
-  const consumers = [automation.eventConsumer(jobs), layers.prerenderOnObjectEvents(rt.db, jobs)]
-  // A dispatch that queued automation runs wakes this process's run worker at once (event-to-run
-  // latency), instead of leaving them to its next poll.
-  let wakeRuns = () => {}
+  // layers (a changed layer's low zooms are prerendered into the shared tile cache). They send in
+  // the dispatch's savepoints, which announce nothing (lib/queues `announceQueued`): the dispatch
+  // announces the queues they sent to once it is done, which wakes this process's loops at once
+  // (event-to-run latency) and the other workers' (a burst of runs spreads over the fleet).
+  const sentTo = new Set<string>()
+  const dispatched = noting(jobs, sentTo)
+  const consumers = [automation.eventConsumer(dispatched), layers.prerenderOnObjectEvents(rt.db, dispatched)]
   // When this process last queued an outbox dispatch that has not started yet (see `check`).
   let queuedAt = -Infinity
-  const dispatchWorker = await rt.boss.work<OutboxDispatchPayload>(OUTBOX_DISPATCH.name, { pollingIntervalSeconds: 1, batchSize: 1 },
-    timed(OUTBOX_DISPATCH.name, batch => { queuedAt = -Infinity; return handleOutboxDispatch({ db: rt.db, log, consumers }, batch).then(() => wakeRuns()) }))
+  // Dispatches are queued and woken by `check` below; the poll finds those of a process that stopped.
+  const dispatchWorker = await rt.boss.work<OutboxDispatchPayload>(OUTBOX_DISPATCH.name, { pollingIntervalSeconds: config.workerPollSeconds, batchSize: 1 },
+    timed(OUTBOX_DISPATCH.name, async batch => {
+      queuedAt = -Infinity
+      try {
+        await handleOutboxDispatch({ db: rt.db, log, consumers }, batch)
+      } finally {
+        for (const queue of sentTo) announceQueued(rt.db, queue, log)
+        sentTo.clear()
+      }
+    }))
   // Retention of delivered events, hourly; one job per tick across the fleet (the schedule's key).
-  await rt.boss.work(OUTBOX_PRUNE.name, { pollingIntervalSeconds: 5, batchSize: 1 }, timed(OUTBOX_PRUNE.name, () => handleOutboxPrune(rt.db, log, config.outboxRetentionHours)))
+  await rt.boss.work(OUTBOX_PRUNE.name, { pollingIntervalSeconds: HOURLY_POLL_SECONDS, batchSize: 1 }, timed(OUTBOX_PRUNE.name, () => handleOutboxPrune(rt.db, log, config.outboxRetentionHours)))
   await rt.boss.schedule(OUTBOX_PRUNE.name, '47 * * * *', {}, { key: 'retention', singletonKey: 'retention' })
   const engine = await startAutomation(rt, { db: rt.db, config, log, jobs, sequencer: rt.sequencer, hooks })
-  wakeRuns = engine.wakeRuns
   const tileCache = rt.redis === null ? null : layers.createRenderCache(rt.redis)
-  await rt.boss.work<TilesPrerenderPayload>(TILES_PRERENDER.name, { pollingIntervalSeconds: 2, batchSize: 1 },
+  const tiles = await rt.boss.work<TilesPrerenderPayload>(TILES_PRERENDER.name, { pollingIntervalSeconds: config.workerPollSeconds, batchSize: 1 },
     timed(TILES_PRERENDER.name, batch => handleTilesPrerender({ db: rt.db, log, config, hooks, cache: tileCache }, batch)))
+  // Announced jobs wake the loops of their queue; after a feed reconnect (null), every queue's.
+  const wakes = new Map([...engine.wakes, [OUTBOX_DISPATCH.name, () => { rt.boss.notifyWorker(dispatchWorker) }], [TILES_PRERENDER.name, () => { rt.boss.notifyWorker(tiles) }]])
+  const unheard = onQueued(rt.db, queue => {
+    if (queue === null) for (const wake of wakes.values()) wake()
+    else wakes.get(queue)?.()
+  })
 
-  // Poll the pending-outbox index once a second and queue a dispatch when events wait, so events
-  // are delivered within about a second of their commit. The outbox announces every write's
-  // committed events (lib/outbox `onCommitted`) and that checks at once, so an event is usually
-  // dispatched milliseconds after its commit. Coalescing is local: while a dispatch this process
+  // The outbox announces every write's committed events (lib/outbox `onCommitted`), and that
+  // checks the pending-outbox index at once and queues a dispatch when events wait, so an event is
+  // usually dispatched milliseconds after its commit; the check every WORKER_POLL_SECONDS finds
+  // the events whose announcement was lost. Coalescing is local: while a dispatch this process
   // queued has not started yet (up to a second), no other is queued, since it will claim whatever
   // is pending when it starts; a running dispatch drains until nothing is pending, and what commits
   // after that is announced again.
@@ -80,7 +97,7 @@ export async function startWorker (rt: Runtime, config: Readonly<Config>, log: L
       checking = false
     }
   }
-  const poll = setInterval(() => { void check() }, 1000)
+  const poll = setInterval(() => { void check() }, config.workerPollSeconds * 1000)
   // Announcements come once per write of this process (and once per interval from the others):
   // the first one checks at once, those that follow within CHECK_INTERVAL_MS share one check.
   let lastAnnounced = -Infinity
@@ -103,5 +120,19 @@ export async function startWorker (rt: Runtime, config: Readonly<Config>, log: L
     clearTimeout(soon)
     clearInterval(fold)
     unsubscribe()
+    unheard()
+  }
+}
+
+/** `sender`, noting in `queues` each queue it sends due jobs to. */
+function noting (sender: JobSender, queues: Set<string>): JobSender {
+  return {
+    send (queue, payload, opts) {
+      if (opts.startAfterSeconds === undefined) queues.add(queue)
+      return sender.send(queue, payload, opts)
+    },
+    ...(sender.sendMany === undefined
+      ? {}
+      : { sendMany (queue: string, payloads: object[], opts: { db: Queryable }) { if (payloads.length > 0) queues.add(queue); return sender.sendMany!(queue, payloads, opts) } })
   }
 }

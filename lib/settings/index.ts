@@ -11,10 +11,11 @@ import * as sql from './sql.js'
  */
 
 /**
- * What a notification names: a tenant's license or policy, its layer definitions, or the outbox
- * (a write committed domain events: lib/outbox `announceCommitted`).
+ * What a notification names: a tenant's license or policy, its layer definitions, the outbox (a
+ * write committed domain events: lib/outbox `announceCommitted`), or jobs (jobs that are due were
+ * committed to a queue: lib/queues `announceQueued`; the queue's name stands in the tenant's place).
  */
-export const SETTINGS_KINDS = ['license', 'policy', 'layers', 'outbox'] as const
+export const SETTINGS_KINDS = ['license', 'policy', 'layers', 'outbox', 'jobs'] as const
 export type SettingsKind = typeof SETTINGS_KINDS[number]
 const isKind = (k: string): k is SettingsKind => (SETTINGS_KINDS as readonly string[]).includes(k)
 
