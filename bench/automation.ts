@@ -67,14 +67,14 @@ async function post (env: Pick<AutomationBenchEnv, 'baseUrl'>, path: string, tok
 /** A tenant, its objects, and one active rule triggered by ingress calls to `slug`. */
 export interface Fixture { tenant: string, token: string, ruleId: string, webhookToken: string, slug: string, objectIds: string[] }
 
-/** A type with a workflow-less object pool and an active rule: webhook -> object.update. */
-export async function fixture (env: Pick<AutomationBenchEnv, 'baseUrl' | 'tokenFor'>): Promise<Fixture> {
+/** A type with a workflow-less pool of `objects` objects and an active rule: webhook -> object.update. */
+export async function fixture (env: Pick<AutomationBenchEnv, 'baseUrl' | 'tokenFor'>, objects = OBJECTS): Promise<Fixture> {
   const tenant = benchTenant('automation')
   const token = env.tokenFor(tenant)
   const type = await post(env, '/v1/object-types', token, { key: 'probe', name: 'Probe', attributeSchema: { type: 'object', properties: { n: { type: 'number' } } } })
   await post(env, `/v1/object-types/${type.id}/publish`, token, { to: 'published' })
   const objectIds: string[] = []
-  for (let i = 0; i < OBJECTS; i++) objectIds.push((await post(env, '/v1/objects', token, { typeId: type.id, attributes: { n: 0 } })).id)
+  for (let i = 0; i < objects; i++) objectIds.push((await post(env, '/v1/objects', token, { typeId: type.id, attributes: { n: 0 } })).id)
   const rule = await post(env, '/v1/automation/rules', token, {
     name: 'bench', trigger: { type: 'webhook', slug: 'bench' },
     effect: { type: 'object.update', objectId: '{{payload.id}}', attributes: { n: '{{payload.n}}' } }

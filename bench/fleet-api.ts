@@ -12,7 +12,7 @@ import type { FleetBenchEnv } from './fleet.js'
 // handing requests out in turn, every client would soon wait on whichever pod its quota had
 // stopped, and the other would idle.
 
-const MILLICORES = Number(process.env.BENCH_FLEET_API_MILLICORES ?? 250)
+const MILLICORES = Number(process.env.BENCH_FLEET_API_MILLICORES ?? 150)
 // A round lasts seconds, tens of the quota's 100 ms periods: over one second, a pod stopped by its
 // quota as the round ends (or one that starts it with a period's quota unspent) moved the ratio.
 const REQUESTS = Number(process.env.BENCH_FLEET_REQUESTS ?? 12000)
