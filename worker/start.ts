@@ -39,10 +39,15 @@ export async function startWorker (rt: Runtime, config: Readonly<Config>, log: L
   // Who receives domain events: the automation engine (rules with object-event triggers) and the
   // layers (a changed layer's low zooms are prerendered into the shared tile cache). They send in
   // the dispatch's savepoints, which announce nothing (lib/queues `announceQueued`): the dispatch
-  // announces the queues they sent to once it is done, which wakes this process's loops at once
-  // (event-to-run latency) and the other workers' (a burst of runs spreads over the fleet).
+  // announces the queues they sent to after each of its passes, once committed, which wakes this
+  // process's loops at once (event-to-run latency, also behind a backlog the dispatch drains) and
+  // the other workers' (a burst of runs spreads over the fleet).
   const sentTo = new Set<string>()
   const dispatched = noting(jobs, sentTo)
+  const announceSent = (): void => {
+    for (const queue of sentTo) announceQueued(rt.db, queue, log)
+    sentTo.clear()
+  }
   const consumers = [automation.eventConsumer(dispatched), layers.prerenderOnObjectEvents(rt.db, dispatched)]
   // When this process last queued an outbox dispatch that has not started yet (see `check`).
   let queuedAt = -Infinity
@@ -51,10 +56,9 @@ export async function startWorker (rt: Runtime, config: Readonly<Config>, log: L
     timed(OUTBOX_DISPATCH.name, async batch => {
       queuedAt = -Infinity
       try {
-        await handleOutboxDispatch({ db: rt.db, log, consumers }, batch)
+        await handleOutboxDispatch({ db: rt.db, log, consumers, afterPass: announceSent }, batch)
       } finally {
-        for (const queue of sentTo) announceQueued(rt.db, queue, log)
-        sentTo.clear()
+        announceSent()
       }
     }))
   // Retention of delivered events, hourly; one job per tick across the fleet (the schedule's key).
