@@ -205,6 +205,27 @@ export function afterEnd (tx: Tx, fn: (pool: Db) => Promise<void>): boolean {
 }
 
 /**
+ * Runs `fn` in a savepoint of `tx`. What it registers for the outer transaction (afterCommit,
+ * beforeCommit) is kept only if the savepoint is released, and runs with the outer one; afterEnd
+ * callbacks run at its end either way. In a transaction opened elsewhere, a plain savepoint.
+ */
+export async function withSavepoint<T> (tx: Tx, fn: (sp: Tx) => Promise<T>): Promise<T> {
+  const outer = opened.get(tx)
+  const mine = { pool: outer?.pool as Db, callbacks: [] as Array<(pool: Db) => void>, before: [] as Array<(tx: Tx) => Promise<void>>, ended: [] as Array<(pool: Db) => Promise<void>> }
+  try {
+    const value = await tx.transaction(async sp => {
+      if (outer !== undefined) opened.set(sp, mine)
+      return await fn(sp)
+    })
+    outer?.callbacks.push(...mine.callbacks)
+    outer?.before.push(...mine.before)
+    return value
+  } finally {
+    outer?.ended.push(...mine.ended)
+  }
+}
+
+/**
  * Runs `fn` once what `db` writes is committed, with a pool: at once when `db` is a pool; after
  * the COMMIT of the transaction `db` is, when `withTransaction` opened it (never when it rolls
  * back). Returns false, calling nothing, for a transaction opened elsewhere: the caller decides.

@@ -1,11 +1,10 @@
 import type { Config } from '../lib/config.js'
-import type { JobSender, ModuleHooks } from '../lib/context.js'
+import type { ModuleHooks } from '../lib/context.js'
 import type { Logger } from '../lib/log.js'
 import type { Runtime } from '../lib/runtime.js'
-import type { Queryable } from '../lib/db.js'
 import * as automation from '../lib/automation/index.js'
 import { pgBossSender } from '../jobs/enqueue.js'
-import { OUTBOX_DISPATCH, OUTBOX_PRUNE, QUEUES, announceQueued, createQueues, onQueued, TILES_PRERENDER, type OutboxDispatchPayload, type TilesPrerenderPayload } from '../lib/queues/index.js'
+import { OUTBOX_DISPATCH, OUTBOX_PRUNE, QUEUES, createQueues, onQueued, TILES_PRERENDER, type OutboxDispatchPayload, type TilesPrerenderPayload } from '../lib/queues/index.js'
 import { handleOutboxDispatch } from '../jobs/handlers/outbox-dispatch.js'
 import { handleTilesPrerender } from '../jobs/handlers/tiles-prerender.js'
 import { handleOutboxPrune } from '../jobs/handlers/outbox-prune.js'
@@ -37,30 +36,15 @@ export async function startWorker (rt: Runtime, config: Readonly<Config>, log: L
 
   const jobs = pgBossSender(rt.boss)
   // Who receives domain events: the automation engine (rules with object-event triggers) and the
-  // layers (a changed layer's low zooms are prerendered into the shared tile cache). They send in
-  // the dispatch's savepoints, which announce nothing (lib/queues `announceQueued`): the dispatch
-  // announces the queues they sent to after each of its passes, once committed, which wakes this
-  // process's loops at once (event-to-run latency, also behind a backlog the dispatch drains) and
-  // the other workers' (a burst of runs spreads over the fleet).
-  const sentTo = new Set<string>()
-  const dispatched = noting(jobs, sentTo)
-  const announceSent = (): void => {
-    for (const queue of sentTo) announceQueued(rt.db, queue, log)
-    sentTo.clear()
-  }
-  const consumers = [automation.eventConsumer(dispatched), layers.prerenderOnObjectEvents(rt.db, dispatched)]
+  // layers (a changed layer's low zooms are prerendered into the shared tile cache). What they
+  // queue is announced when each tenant's delivery commits (lib/queues `announceQueued`), which
+  // wakes this process's loops and the other workers'.
+  const consumers = [automation.eventConsumer(jobs), layers.prerenderOnObjectEvents(rt.db, jobs)]
   // When this process last queued an outbox dispatch that has not started yet (see `check`).
   let queuedAt = -Infinity
   // Dispatches are queued and woken by `check` below; the poll finds those of a process that stopped.
   const dispatchWorker = await rt.boss.work<OutboxDispatchPayload>(OUTBOX_DISPATCH.name, { pollingIntervalSeconds: config.workerPollSeconds, batchSize: 1 },
-    timed(OUTBOX_DISPATCH.name, async batch => {
-      queuedAt = -Infinity
-      try {
-        await handleOutboxDispatch({ db: rt.db, log, consumers, afterPass: announceSent }, batch)
-      } finally {
-        announceSent()
-      }
-    }))
+    timed(OUTBOX_DISPATCH.name, batch => { queuedAt = -Infinity; return handleOutboxDispatch({ db: rt.db, log, consumers }, batch) }))
   // Retention of delivered events, hourly; one job per tick across the fleet (the schedule's key).
   await rt.boss.work(OUTBOX_PRUNE.name, { pollingIntervalSeconds: HOURLY_POLL_SECONDS, batchSize: 1 }, timed(OUTBOX_PRUNE.name, () => handleOutboxPrune(rt.db, log, config.outboxRetentionHours)))
   await rt.boss.schedule(OUTBOX_PRUNE.name, '47 * * * *', {}, { key: 'retention', singletonKey: 'retention' })
@@ -125,18 +109,5 @@ export async function startWorker (rt: Runtime, config: Readonly<Config>, log: L
     clearInterval(fold)
     unsubscribe()
     unheard()
-  }
-}
-
-/** `sender`, noting in `queues` each queue it sends due jobs to. */
-function noting (sender: JobSender, queues: Set<string>): JobSender {
-  return {
-    send (queue, payload, opts) {
-      if (opts.startAfterSeconds === undefined) queues.add(queue)
-      return sender.send(queue, payload, opts)
-    },
-    ...(sender.sendMany === undefined
-      ? {}
-      : { sendMany (queue: string, payloads: object[], opts: { db: Queryable }) { if (payloads.length > 0) queues.add(queue); return sender.sendMany!(queue, payloads, opts) } })
   }
 }

@@ -9,8 +9,6 @@ export interface DispatchDeps {
   log: Logger
   /** Who receives domain events (the worker's composition root names them: automation, layers). */
   consumers: outbox.OutboxConsumer[]
-  /** Called after each pass, once what it delivered is committed (the worker announces the jobs its consumers queued). */
-  afterPass?: () => void
 }
 
 /**
@@ -23,7 +21,6 @@ export async function handleOutboxDispatch (deps: DispatchDeps, jobs: Array<Job<
     const jlog = deps.log.child({ queue: job.name, jobId: job.id })
     for (;;) {
       const r = await outbox.deliverPending(deps.db, deps.consumers, 1000, job.data?.tenantId, { log: jlog })
-      deps.afterPass?.()
       jlog.debug(r, 'outbox batch')
       if (r.delivered === 0) break
     }

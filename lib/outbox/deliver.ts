@@ -1,4 +1,4 @@
-import type { Db, Tx } from '../db.js'
+import { withSavepoint, withTransaction, type Db, type Tx } from '../db.js'
 import type { Logger } from '../log.js'
 import { outboxDeliveryFailuresTotal } from '../metrics.js'
 import * as sql from './sql.js'
@@ -81,18 +81,18 @@ async function deliverTenant (db: Db, consumers: OutboxConsumer[], limit: number
   let delivered = 0
   let failed = 0
   const failures: Array<{ row: sql.OutboxRow, err: unknown, retryInSeconds: number }> = []
-  await db.transaction(async tx => {
+  await withTransaction(db, async tx => {
     const rows = await sql.claimPending(tx, limit, tenantId, opts.waiting, opts.waitForHeld)
     if (rows.length === 0) return
     try {
-      await tx.transaction(sp => consumeAll(consumers, rows, sp))
+      await withSavepoint(tx, sp => consumeAll(consumers, rows, sp))
       await sql.markDelivered(tx, tenantId, rows)
       delivered = rows.length
       return
     } catch { /* one event (at least) failed: deliver one by one below */ }
     for (const row of rows) {
       try {
-        await tx.transaction(sp => consumeAll(consumers, [row], sp))
+        await withSavepoint(tx, sp => consumeAll(consumers, [row], sp))
         await sql.markDelivered(tx, tenantId, [row])
         delivered++
       } catch (err) {
