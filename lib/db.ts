@@ -124,8 +124,9 @@ function instrument (db: Db): void {
   db.on('query-error', (err: unknown, q: { __knexQueryUid?: string, sql?: string }) => finish(err, q))
 }
 
-/** The pool, the before-COMMIT, after-commit and after-end callbacks of each transaction `withTransaction` opened. */
-const opened = new WeakMap<Tx, { pool: Db, callbacks: Array<(pool: Db) => void>, before: Array<(tx: Tx) => Promise<void>>, ended: Array<(pool: Db) => Promise<void>> }>()
+/** The pool, the before-COMMIT, after-commit and after-end callbacks of a transaction `withTransaction` opened. */
+interface Opened { pool: Db, callbacks: Array<(pool: Db) => void>, before: Array<(tx: Tx) => Promise<void>>, ended: Array<(pool: Db) => Promise<void>> }
+const opened = new WeakMap<Tx, Opened>()
 
 /** Runs `fn` in a transaction on `db`, or inside the caller's transaction when `db` is one. */
 export async function withTransaction<T> (db: Queryable, fn: (tx: Tx) => Promise<T>): Promise<T> {
@@ -205,23 +206,21 @@ export function afterEnd (tx: Tx, fn: (pool: Db) => Promise<void>): boolean {
 }
 
 /**
- * Runs `fn` in a savepoint of `tx`. What it registers for the outer transaction (afterCommit,
- * beforeCommit) is kept only if the savepoint is released, and runs with the outer one; afterEnd
- * callbacks run at its end either way. In a transaction opened elsewhere, a plain savepoint.
+ * Runs `fn` in a savepoint of `tx`. What it registers with afterCommit and beforeCommit joins the
+ * outer transaction only if the savepoint is released; what it registers with afterEnd runs at the
+ * outer transaction's end either way. In a transaction opened elsewhere, a plain savepoint.
  */
 export async function withSavepoint<T> (tx: Tx, fn: (sp: Tx) => Promise<T>): Promise<T> {
   const outer = opened.get(tx)
-  const mine = { pool: outer?.pool as Db, callbacks: [] as Array<(pool: Db) => void>, before: [] as Array<(tx: Tx) => Promise<void>>, ended: [] as Array<(pool: Db) => Promise<void>> }
+  if (outer === undefined) return await tx.transaction(fn)
+  const mine: Opened = { pool: outer.pool, callbacks: [], before: [], ended: [] }
   try {
-    const value = await tx.transaction(async sp => {
-      if (outer !== undefined) opened.set(sp, mine)
-      return await fn(sp)
-    })
-    outer?.callbacks.push(...mine.callbacks)
-    outer?.before.push(...mine.before)
+    const value = await tx.transaction(sp => { opened.set(sp, mine); return fn(sp) })
+    outer.callbacks.push(...mine.callbacks)
+    outer.before.push(...mine.before)
     return value
   } finally {
-    outer?.ended.push(...mine.ended)
+    outer.ended.push(...mine.ended)
   }
 }
 
