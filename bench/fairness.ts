@@ -21,6 +21,8 @@ const SECONDS = Number(process.env.BENCH_FLOOD_SECONDS ?? 60)
 // Each condition's SECONDS in this many phases, alone and flooded in turn: the machine's speed
 // drifts over minutes, and both conditions then see the same drift.
 const ALTERNATIONS = Number(process.env.BENCH_FLOOD_ALTERNATIONS ?? 3)
+// The pause before each phase, either condition.
+const LEAD_IN_MS = 3000
 // 48 in flight: the tenant's 8 slots and 40 in its queue (64 places), so every 429 is a request
 // that waited TENANT_QUEUE_TIMEOUT_MS, not one refused at once in a loop that only burns CPU.
 const LOOPS = Number(process.env.BENCH_FLOOD_LOOPS ?? 48)
@@ -113,6 +115,9 @@ async function watch (env: FairnessBenchEnv, done: () => boolean, log: OpLog, st
       await new Promise(resolve => setTimeout(resolve, ms))
     }
   }
+  // prom-client's longest delay is since its last scrape: read once at the start, so what came
+  // before the phase (the preflight, the previous phase, the flood's last answers) is not counted.
+  await fetch(`${env.baseUrl}/metrics`, { signal: AbortSignal.timeout(5000) }).then(r => r.text(), () => '')
   // Apart, so that a slow scrape does not thin out the readiness polls.
   await Promise.all([
     every(200, () => log.time('ready', async () => (await fetch(`${env.baseUrl}/v1/health/ready`, { signal: AbortSignal.timeout(5000) })).status)),
@@ -184,11 +189,14 @@ export async function benchFairness (env: FairnessBenchEnv, say: (line: string) 
   let floodLoad = ''
   try {
     for (let round = 0; round < ALTERNATIONS; round++) {
+      // Both conditions start 3 s after the last: the flood's aftermath (its last answers, the
+      // garbage they left) settles before the quiet tenant is timed alone again.
+      await new Promise(resolve => setTimeout(resolve, LEAD_IN_MS))
       await phase(env, q, each, alone, flood.pid)
       const t0 = performance.now()
       flood.resume()
       // The flood first fills the tenant's slots and queue; the quiet tenant is measured after that.
-      await new Promise(resolve => setTimeout(resolve, 3000))
+      await new Promise(resolve => setTimeout(resolve, LEAD_IN_MS))
       await phase(env, q, each, flooded, flood.pid)
       floodLoad = loadAverage()
       // Its requests in flight answer (the queued ones after up to TENANT_QUEUE_TIMEOUT_MS) before the next quiet phase.

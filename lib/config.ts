@@ -244,7 +244,7 @@ export function loadConfig (env: Env, release = '0.0.0'): Readonly<Config> {
       // process, once a second's worth is spent, each holding its slot until then: its heavy work
       // per second is bounded by what it reads, not only by its slots (an unpaced NDJSON export
       // keeps its backend, the API and the reader busy at once). 0: never paced.
-      heavyBytesPerSecond: int(env, 'TENANT_HEAVY_MIB_PER_SECOND', 16, 0, 100_000) * 1024 * 1024
+      heavyBytesPerSecond: int(env, 'TENANT_HEAVY_MIB_PER_SECOND', 8, 0, 100_000) * 1024 * 1024
     }),
     layerCacheTtlSeconds: int(env, 'LAYER_CACHE_TTL_SECONDS', 3600, 0),
     changes: Object.freeze({
