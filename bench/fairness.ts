@@ -134,12 +134,13 @@ async function watch (env: FairnessBenchEnv, done: () => boolean, log: OpLog, st
 }
 
 /**
- * One condition's phases: the quiet tenant's calls, the readiness polls, the strain, and the CPU
- * spent over them (seconds) by the API, the flood's process and this one, and by the database.
+ * One condition's phases: the quiet tenant's calls (and each phase's get p99, in turn), the
+ * readiness polls, the strain, and the CPU spent over them (seconds) by the API, the flood's
+ * process and this one, and by the database.
  */
-interface Condition { quiet: OpLog, ready: OpLog, strain: Strain, cpu: { seconds: number, api: number, flood: number, bench: number, database: number, idle: number, ticks: number } }
+interface Condition { quiet: OpLog, ready: OpLog, strain: Strain, phaseP99: number[], cpu: { seconds: number, api: number, flood: number, bench: number, database: number, idle: number, ticks: number } }
 
-const condition = (): Condition => ({ quiet: new OpLog(), ready: new OpLog(), strain: { poolWaiting: 0, loopLagMs: 0, clientLagMs: 0 }, cpu: { seconds: 0, api: 0, flood: 0, bench: 0, database: 0, idle: 0, ticks: 0 } })
+const condition = (): Condition => ({ quiet: new OpLog(), ready: new OpLog(), strain: { poolWaiting: 0, loopLagMs: 0, clientLagMs: 0 }, phaseP99: [], cpu: { seconds: 0, api: 0, flood: 0, bench: 0, database: 0, idle: 0, ticks: 0 } })
 
 /** A phase: the quiet tenant's load and the readiness poll, with the flood running or not, into `c`. */
 async function phase (env: FairnessBenchEnv, q: Quiet, seconds: number, c: Condition, floodPid: number): Promise<void> {
@@ -149,8 +150,10 @@ async function phase (env: FairnessBenchEnv, q: Quiet, seconds: number, c: Condi
   const ends = await Promise.all([env.apiPid, floodPid, process.pid].map(pid => meter(env.db, [pid])))
   const t0 = performance.now()
   const watching = watch(env, () => done, c.ready, c.strain)
+  const before = c.quiet.latencies('get').length
   await quietLoad(env, q, seconds, c.quiet)
   done = true
+  c.phaseP99.push(percentile(c.quiet.latencies('get').slice(before), 0.99))
   const [api, flood, bench] = await Promise.all(ends.map(end => end()))
   c.cpu.seconds += (performance.now() - t0) / 1000
   c.cpu.api += api.processes
@@ -222,6 +225,7 @@ export async function benchFairness (env: FairnessBenchEnv, say: (line: string) 
   const notReady = flooded.ready.count(s => s !== 200)
   say(`| quiet tenant 5xx or no answer under flood (other non-2xx) | ${alone.quiet.count(s => s >= 500 || s === 0)} | | ${fivexx} (${flooded.quiet.count(non2xx) - fivexx}) | | | 0${fivexx === 0 ? '' : ' (missed)'} |`)
   say(`| readiness not 200 (of polls) | ${alone.ready.count(s => s !== 200)} of ${alone.ready.latencies().length} | | ${notReady} of ${flooded.ready.latencies().length} | | | 0${notReady === 0 ? '' : ' (missed)'} |`)
+  say(`get p99 of each phase in turn (ms): alone ${alone.phaseP99.map(ms).join(', ')}; flood ${flooded.phaseP99.map(ms).join(', ')}`)
   for (const [name, c] of [['alone', alone], ['flood', flooded]] as const) {
     say(`${name}: at most ${c.strain.poolWaiting} requests waiting for a database connection; the API's longest event-loop delay ${c.strain.loopLagMs.toFixed(0)} ms, the bench's ${c.strain.clientLagMs.toFixed(0)} ms`)
     const cores = (v: number) => (v / c.cpu.seconds).toFixed(2)

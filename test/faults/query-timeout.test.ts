@@ -227,10 +227,11 @@ describe('query-DSL runs are bounded', { timeout: 120_000 }, () => {
   })
 
   it('counts a GraphQL document\'s budget from its first costly statement, not from its wait for the heavy lane', async () => {
-    // Three heavy runs ahead of it hold the tenant's one heavy slot in turn, 100 ms and more each
+    // Three heavy runs ahead of it hold the tenant's one heavy slot in turn, 300 ms and more each
     // (a server of its own, the lane kept to that slot). The document itself reads one object by
-    // id: far inside its 100 ms on either engine.
-    const lane = await startServer({ QUERY_STATEMENT_TIMEOUT_MS: '100', TENANT_HEAVY_BURST_REQUESTS: '0' })
+    // id: far inside its 300 ms on either engine, even while Citus's workers still wind down the
+    // cancelled runs (100 ms was once not enough there).
+    const lane = await startServer({ QUERY_STATEMENT_TIMEOUT_MS: '300', TENANT_HEAVY_BURST_REQUESTS: '0' })
     try {
       await neighbourCame(lane)
       const post = (path: string, body: unknown) => lane.request('POST', path, { token: viewer.token, body })
@@ -241,7 +242,7 @@ describe('query-DSL runs are bounded', { timeout: 120_000 }, () => {
         query: 'query ($id: JSON) { queryObjects(query: { filters: [{ field: "id", operator: "eq", value: $id }] }) { items { id } } }', variables: { id }
       }))
       assert.deepEqual((await Promise.all(ahead)).map(r => r.status), [503, 503, 503])
-      assert.ok(answer.ms >= 250, `the document waited only ${Math.round(answer.ms)} ms: it did not queue behind the runs`)
+      assert.ok(answer.ms >= 750, `the document waited only ${Math.round(answer.ms)} ms: it did not queue behind the runs`)
       assert.equal(answer.res.status, 200, answer.res.text)
       assert.equal(answer.res.body.errors, undefined, answer.res.text)
       assert.equal(answer.res.body.data.queryObjects.items.length, 1)
