@@ -2,7 +2,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks'
 import type { Db } from '../lib/db.js'
 import { AREA, insertObjects, seedCity } from './city.js'
 import { floodKinds, startFlood, type FloodKind, type Flooder } from './flood.js'
-import { OpLog, benchTenant, gauge, http, leanRequest, loadAverage, meter, openLoop, percentile, statusOf } from './support.js'
+import { OpLog, benchTenant, gauge, http, leanRequest, loadAverage, meter, openLoop, percentile, scrape, statusOf } from './support.js'
 
 // Per-tenant fairness (issue 35 point 1; docs/behaviour.md "Per-tenant fairness"): while one tenant floods
 // the most expensive requests a viewer's token can build, another tenant's get, create and list
@@ -117,7 +117,7 @@ async function watch (env: FairnessBenchEnv, done: () => boolean, log: OpLog, st
   }
   // prom-client's longest delay is since its last scrape: read once at the start, so what came
   // before the phase (the preflight, the previous phase, the flood's last answers) is not counted.
-  await fetch(`${env.baseUrl}/metrics`, { signal: AbortSignal.timeout(5000) }).then(r => r.text(), () => '')
+  await scrape(env.baseUrl).catch(() => '')
   // Apart, so that a slow scrape does not thin out the readiness polls.
   await Promise.all([
     every(200, () => log.time('ready', async () => (await fetch(`${env.baseUrl}/v1/health/ready`, { signal: AbortSignal.timeout(5000) })).status)),
@@ -125,7 +125,7 @@ async function watch (env: FairnessBenchEnv, done: () => boolean, log: OpLog, st
     // a Prometheus would rather every 15 s, so the bench's own reading does not load what it times.
     every(2000, async () => {
       try {
-        const text = await (await fetch(`${env.baseUrl}/metrics`, { signal: AbortSignal.timeout(5000) })).text()
+        const text = await scrape(env.baseUrl)
         strain.poolWaiting = Math.max(strain.poolWaiting, gauge(text, 'db_pool_waiting'))
         strain.loopLagMs = Math.max(strain.loopLagMs, gauge(text, 'nodejs_eventloop_lag_max_seconds') * 1000)
       } catch { /* the readiness poll counts a stalled API */ }

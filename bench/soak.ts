@@ -4,7 +4,7 @@ import type { ChildProcess } from 'node:child_process'
 import { readdirSync, rmSync, statSync } from 'node:fs'
 import path from 'node:path'
 import { AREA, seedCity, tileAt } from './city.js'
-import { OpLog, gauge, http, loadAverage, memMb, openLoop, percentile, startFloor, statusOf } from './support.js'
+import { OpLog, gauge, http, loadAverage, memMb, openLoop, percentile, scrape, startFloor, statusOf } from './support.js'
 import { fixture, settle, startWorkers, stopWorkers, type AutomationBenchEnv, type Fixture } from './automation.js'
 
 // Soak (issue 35 point 5): a mixed workload (reads, writes, queries, tiles, automation) from
@@ -194,8 +194,6 @@ function slope (samples: Array<[number, number]>): number {
   return sxx === 0 ? 0 : sxy / sxx * 60
 }
 
-/** The API's /metrics text (prom-client's gauges; its event-loop delay histogram restarts at each scrape). */
-const scrape = (baseUrl: string): Promise<string> => fetch(`${baseUrl}/metrics`).then(r => r.text())
 
 /** The API's memory by part (prom-client's process and Node.js gauges), in MB. */
 function memoryParts (text: string): Record<string, number> {

@@ -143,6 +143,9 @@ export async function processKernel (pid: number): Promise<{ system: number, wai
   } catch { return null }
 }
 
+/** The API's /metrics text, within 5 s (prom-client's event-loop delay figures restart at each scrape). */
+export const scrape = (baseUrl: string): Promise<string> => fetch(`${baseUrl}/metrics`, { signal: AbortSignal.timeout(5000) }).then(r => r.text())
+
 /** A sample's value in Prometheus text (`/metrics`): the first series of `name`, with or without labels; NaN when absent. */
 export function gauge (text: string, name: string): number {
   return Number(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'm').exec(text)?.[1] ?? NaN)

@@ -230,7 +230,7 @@ describe('query-DSL runs are bounded', { timeout: 120_000 }, () => {
     // Three heavy runs ahead of it hold the tenant's one heavy slot in turn, 300 ms and more each
     // (a server of its own, the lane kept to that slot). The document itself reads one object by
     // id: far inside its 300 ms on either engine, even while Citus's workers still wind down the
-    // cancelled runs (100 ms was once not enough there).
+    // cancelled runs.
     const lane = await startServer({ QUERY_STATEMENT_TIMEOUT_MS: '300', TENANT_HEAVY_BURST_REQUESTS: '0' })
     try {
       await neighbourCame(lane)
